@@ -1,0 +1,1 @@
+"""Backend: llvm dialect -> llvmlite -> native code (JIT and AOT), and the runtime boundary."""

@@ -1,0 +1,1 @@
+"""minimlir dialects: graph (tensor level), loop (kernels over buffers), mem (explicit memory)."""

@@ -1,0 +1,1 @@
+"""Frontends: ONNX import into the graph dialect."""

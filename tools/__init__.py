@@ -1,0 +1,1 @@
+"""Command-line tools: mini-opt, mini-run, mini-import-onnx."""

@@ -1,0 +1,1 @@
+"""Tuning: schedule search space, measurement, cost model and the record database."""
