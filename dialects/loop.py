@@ -43,7 +43,6 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     region_def,
-    opt_region_def,
     traits_def,
     var_operand_def,
 )
@@ -179,11 +178,12 @@ class ForOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ForOp:
         indvar = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
-        lb = parser.parse_operand()
+        index = IndexType()
+        lb = parser.parse_operand(index)
         parser.parse_keyword("to")
-        ub = parser.parse_operand()
+        ub = parser.parse_operand(index)
         parser.parse_keyword("step")
-        step = parser.parse_operand()
+        step = parser.parse_operand(index)
         kind = "serial"
         factor: int | None = None
         for k in LOOP_KINDS:
@@ -210,7 +210,7 @@ class BlockOp(IRDLOperation):
     block_name = prop_def(StringAttr)
     iter_kinds = prop_def(ArrayAttr[StringAttr])
     body = region_def("single_block")
-    init = opt_region_def("single_block")
+    init = region_def()  # zero blocks: no init; else one block (checked in verify_)
 
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -272,6 +272,8 @@ class BlockOp(IRDLOperation):
             raise VerifyException(
                 f"block '{name}': {n} binding(s) but {len(kinds)} iteration kind(s)"
             )
+        if len(self.init.blocks) > 1:
+            raise VerifyException(f"block '{name}': init region must have at most one block")
         for label, region in (("body", self.body), ("init", self.init)):
             if not region.blocks:
                 continue
@@ -329,7 +331,7 @@ class BlockOp(IRDLOperation):
         def parse_binding():
             arg = parser.parse_argument(expect_type=False)
             parser.parse_punctuation("=")
-            return arg, parser.parse_operand()
+            return arg, parser.parse_operand(IndexType())
 
         pairs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_binding)
         kinds = parser.parse_comma_separated_list(
