@@ -1,0 +1,20 @@
+"""Named pass pipelines: usable by name wherever a pass is (`-p graph-lower,cse`), listed by --list-passes.
+
+Adding one is one entry: name -> (pipeline, one-line description). The pipeline text is what `-p` takes: passes
+with options and nested anchors (`func.func(cse)`), relative to where the name is used (usually the module).
+A name must not clash with a pass name.
+"""
+
+from typing import NamedTuple
+
+
+class NamedPipeline(NamedTuple):
+    pipeline: str
+    description: str
+
+
+PIPELINES: dict[str, NamedPipeline] = {
+    "cleanup": NamedPipeline(
+        "canonicalize,cse,dce", "Generic cleanup: canonicalize, then CSE, then dead code elimination."
+    ),
+}
