@@ -186,10 +186,16 @@ class ForOp(IRDLOperation):
         step = parser.parse_operand(index)
         kind = "serial"
         factor: int | None = None
-        for k in LOOP_KINDS:
-            if parser.parse_optional_keyword(k) is not None:
-                kind = k
-                break
+        pos = parser.pos
+        word = parser.parse_optional_identifier()
+        if word is not None:
+            if word not in LOOP_KINDS:
+                parser.raise_error(
+                    f"unknown loop kind '{word}', expected {', '.join(LOOP_KINDS[1:])} or '{{'",
+                    pos,
+                    parser.pos,
+                )
+            kind = word
         if kind == "unroll" and parser.parse_optional_punctuation("(") is not None:
             factor = parser.parse_integer(allow_boolean=False, allow_negative=False)
             parser.parse_punctuation(")")
