@@ -1,0 +1,1161 @@
+"""The ONNX op table: one emitter per ONNX op type, each documenting its decomposition.
+
+An emitter gets a `NodeView` (attributes, opset, inputs as `Value`s) and returns one entry per
+ONNX output: an SSA value, or a `Value` (a folded constant, a symbolic shape). It raises
+`Unsupported(reason)` for what it cannot import; the importer collects those for all nodes.
+Emitters read inputs with `cx.ssa(v)` (materializing constants lazily) or, for shape inputs,
+`cx.sym_of(v)` (a list of ints and `index` SSA values), so shape chains fold.
+
+`graph.slice` starts/ends follow the rule documented on `graph.SliceOp`: for a static dim the
+importer normalizes them with `graph.normalize_slice` (ONNX semantics: negative counts from the
+end, then clamped; for a negative step an end of -1 means "before index 0"); for a dynamic dim the
+raw ONNX values are kept (INT64_MAX = "to the end") and the lowering normalizes at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
+from xdsl.ir import SSAValue
+
+from minimlir.dialects import graph
+from minimlir.frontend.onnx_import import (
+    _DTYPES,
+    DYNAMIC,
+    FOLD_LIMIT,
+    INT64_MAX,
+    Importer,
+    NodeView,
+    Unsupported,
+    Value,
+    element_type,
+    numpy_dtype_of,
+    onnx_dtype_name,
+)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    emit: Callable[[NodeView], list]
+    check: Callable[[onnx.NodeProto, int], str | None] | None = None
+    min_opset: int = 1
+
+
+OP_TABLE: dict[str, OpSpec] = {}
+
+
+def onnx_op(*op_types: str, check=None, min_opset: int = 1):
+    """Register the decorated emitter for `op_types`."""
+
+    def register(fn):
+        for t in op_types:
+            OP_TABLE[t] = OpSpec(fn, check, min_opset)
+        return fn
+
+    return register
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _s(v) -> str:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _ssa(n: NodeView, i: int) -> SSAValue:
+    v = n.input(i)
+    if v is None:
+        raise Unsupported(f"missing input {i}")
+    return n.cx.ssa(v)
+
+
+def _shape(x: SSAValue) -> list[int]:
+    return [DYNAMIC if d < 0 else d for d in x.type.get_shape()]  # type: ignore[attr-defined]
+
+
+def _elem(x: SSAValue):
+    return x.type.get_element_type()  # type: ignore[attr-defined]
+
+
+def _is_float(x: SSAValue) -> bool:
+    return isinstance(_elem(x), AnyFloat)
+
+
+def _axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise Unsupported(f"axis {axis} out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _const_input(n: NodeView, i: int, what: str) -> np.ndarray | None:
+    """A constant input (None when absent); dynamic -> Unsupported."""
+    v = n.input(i)
+    if v is None:
+        return None
+    if v.const is not None:
+        return np.asarray(v.const)
+    sym = n.cx.sym_of(v)
+    if sym is not None and all(isinstance(e, int) for e in sym):
+        return np.array(sym)
+    raise Unsupported(f"{what} must be a constant (it is computed at run time)")
+
+
+def _ints_from(n: NodeView, name: str, input_index: int, since: int, what: str | None = None):
+    """An int-list parameter that is an attribute before opset `since`, an input from it on."""
+    if n.opset < since:
+        v = n.attr(name)
+        return None if v is None else [int(e) for e in v]
+    c = _const_input(n, input_index, what or name)
+    return None if c is None else [int(e) for e in c.reshape(-1)]
+
+
+def _fold_ok(*vals: Value | None) -> bool:
+    return all(v is None or (v.const is not None and v.const.size <= FOLD_LIMIT) for v in vals)
+
+
+def _dense_dims(dims) -> list[int]:
+    return [d if isinstance(d, int) else DYNAMIC for d in dims]
+
+
+# --------------------------------------------------------------------------------------------
+# elementwise
+
+
+def _unary(op_cls, doc: str):
+    def emit(n: NodeView) -> list:
+        return [n.cx.emit1(op_cls(_ssa(n, 0)))]
+
+    emit.__doc__ = doc
+    emit.__name__ = f"emit_{op_cls.__name__}"
+    return emit
+
+
+for _t, _cls in {
+    "Abs": graph.AbsOp,
+    "Ceil": graph.CeilOp,
+    "Erf": graph.ErfOp,
+    "Exp": graph.ExpOp,
+    "Floor": graph.FloorOp,
+    "HardSwish": graph.HardSwishOp,
+    "Log": graph.LogOp,
+    "Neg": graph.NegOp,
+    "Not": graph.NotOp,
+    "Reciprocal": graph.ReciprocalOp,
+    "Relu": graph.ReluOp,
+    "Sigmoid": graph.SigmoidOp,
+    "Sign": graph.SignOp,
+    "Softplus": graph.SoftplusOp,
+    "Sqrt": graph.SqrtOp,
+    "Tanh": graph.TanhOp,
+}.items():
+    onnx_op(_t)(_unary(_cls, f"{_t}(x) -> {_cls.name} x"))
+
+
+_NP_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Equal": np.equal,
+    "Greater": np.greater,
+    "Less": np.less,
+    "Max": np.maximum,
+    "Min": np.minimum,
+}
+_GRAPH_BINARY = {
+    "Add": graph.AddOp,
+    "Sub": graph.SubOp,
+    "Mul": graph.MulOp,
+    "Div": graph.DivOp,
+    "Pow": graph.PowOp,
+    "And": graph.AndOp,
+    "Or": graph.OrOp,
+    "Equal": graph.EqOp,
+    "Greater": graph.GtOp,
+    "Less": graph.LtOp,
+    "Max": graph.MaxOp,
+    "Min": graph.MinOp,
+}
+_SYM_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+
+
+def _check_legacy_broadcast(node: onnx.NodeProto, opset: int) -> str | None:
+    if opset < 7 and _attr(node, "axis") is not None:
+        return "legacy 'broadcast' with 'axis' (opset < 7)"
+    return None
+
+
+def _binary_values(cx: Importer, op_type: str, a: Value, b: Value) -> Value | SSAValue:
+    # Shape arithmetic (dims * dims, dims - 1, ...): stays symbolic.
+    sa, sb = cx.sym_of(a), cx.sym_of(b)
+    if (
+        op_type in _SYM_BINARY
+        and sa is not None
+        and sb is not None
+        and (a.sym is not None or b.sym is not None)
+        and a.elem_type == b.elem_type
+        and (len(sa) == len(sb) or len(sa) == 1 or len(sb) == 1)
+    ):
+        n = max(len(sa), len(sb))
+        sa, sb = sa * (n // len(sa)), sb * (n // len(sb))
+        entries = [cx.iarith(_SYM_BINARY[op_type], x, y) for x, y in zip(sa, sb)]
+        return cx.from_sym(entries, scalar=a.rank == 0 and b.rank == 0, elem_type=a.elem_type)
+    if _fold_ok(a, b) and a.const is not None and b.const is not None and op_type in _NP_BINARY | {"Div": 0}:
+        if op_type == "Div":
+            r = np.divide(a.const, b.const)
+            if a.const.dtype.kind in "iu":
+                r = np.trunc(r)
+            return cx.from_const(r.astype(a.const.dtype))
+        r = _NP_BINARY[op_type](a.const, b.const)
+        return cx.from_const(np.asarray(r if r.dtype == np.bool_ else r.astype(a.const.dtype)))
+    lhs, rhs = cx.ssa(a), cx.ssa(b)
+    if op_type == "Pow" and _elem(rhs) != _elem(lhs):
+        rhs = cx.emit1(graph.CastOp(rhs, _elem(lhs)))
+    return cx.emit1(_GRAPH_BINARY[op_type](lhs, rhs))
+
+
+@onnx_op("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Greater", "Less", check=_check_legacy_broadcast)
+def emit_binary(n: NodeView) -> list:
+    """Add Sub Mul Div Pow And Or Equal Greater Less -> graph.add/sub/mul/div/pow/and/or/eq/gt/lt
+    (NumPy broadcasting). Pow with an exponent of another type casts the exponent to the base's
+    type (graph.cast). Integer shape arithmetic on symbolic shapes is folded into index ops."""
+    return [_binary_values(n.cx, n.op_type, n.input(0), n.input(1))]
+
+
+@onnx_op("Max", "Min", "Sum")
+def emit_variadic(n: NodeView) -> list:
+    """Max/Min/Sum(x0, x1, ...) -> a left-to-right chain of graph.max/min/add."""
+    kind = {"Max": "Max", "Min": "Min", "Sum": "Add"}[n.op_type]
+    vals = [v for v in n.inputs if v is not None]
+    acc = vals[0]
+    for v in vals[1:]:
+        r = _binary_values(n.cx, kind, acc, v)
+        acc = n.cx.from_ssa(r) if isinstance(r, SSAValue) else r
+    return [acc]
+
+
+@onnx_op("Mean")
+def emit_mean(n: NodeView) -> list:
+    """Mean(x0, ..., xk-1) -> graph.add chain, then graph.div by a 0-d constant k."""
+    cx = n.cx
+    vals = [v for v in n.inputs if v is not None]
+    acc = cx.ssa(vals[0])
+    for v in vals[1:]:
+        acc = cx.emit1(graph.AddOp(acc, cx.ssa(v)))
+    if len(vals) == 1:
+        return [acc]
+    return [cx.emit1(graph.DivOp(acc, cx.scalar(float(len(vals)), _elem(acc))))]
+
+
+@onnx_op("Mod")
+def emit_mod(n: NodeView) -> list:
+    """Mod(a, b, fmod) -> graph.mod {fmod}: fmod=0 is Python's sign-of-divisor remainder (integers
+    only), fmod=1 C's fmod."""
+    fmod = bool(n.attr("fmod", 0))
+    a, b = _ssa(n, 0), _ssa(n, 1)
+    if _is_float(a) and not fmod:
+        raise Unsupported("fmod=0 on a floating-point tensor (invalid in ONNX)")
+    return [n.cx.emit1(graph.ModOp(a, b, fmod=fmod))]
+
+
+@onnx_op("Where")
+def emit_where(n: NodeView) -> list:
+    """Where(cond, a, b) -> graph.where (3-way broadcasting)."""
+    return [n.cx.emit1(graph.WhereOp(_ssa(n, 0), _ssa(n, 1), _ssa(n, 2)))]
+
+
+def _check_gelu(node, opset):
+    a = _s(_attr(node, "approximate", "none"))
+    return None if a in ("none", "tanh") else f"approximate='{a}'"
+
+
+@onnx_op("Gelu", check=_check_gelu)
+def emit_gelu(n: NodeView) -> list:
+    """Gelu(x, approximate) -> graph.gelu {approximate = "none" | "tanh"}."""
+    return [n.cx.emit1(graph.GeluOp(_ssa(n, 0), approximate=_s(n.attr("approximate", "none"))))]
+
+
+@onnx_op("Elu")
+def emit_elu(n: NodeView) -> list:
+    """Elu(x, alpha=1) -> graph.elu {alpha}."""
+    return [n.cx.emit1(graph.EluOp(_ssa(n, 0), alpha=float(n.attr("alpha", 1.0))))]
+
+
+@onnx_op("LeakyRelu")
+def emit_leaky_relu(n: NodeView) -> list:
+    """LeakyRelu(x, alpha=0.01) -> graph.leaky_relu {alpha}."""
+    return [n.cx.emit1(graph.LeakyReluOp(_ssa(n, 0), alpha=float(n.attr("alpha", 0.01))))]
+
+
+@onnx_op("Selu")
+def emit_selu(n: NodeView) -> list:
+    """Selu(x, alpha, gamma) -> graph.selu {alpha, gamma} (ONNX defaults)."""
+    alpha = float(n.attr("alpha", 1.67326319217681884765625))
+    gamma = float(n.attr("gamma", 1.05070102214813232421875))
+    return [n.cx.emit1(graph.SeluOp(_ssa(n, 0), alpha=alpha, gamma=gamma))]
+
+
+@onnx_op("HardSigmoid")
+def emit_hard_sigmoid(n: NodeView) -> list:
+    """HardSigmoid(x, alpha=0.2, beta=0.5) -> graph.hard_sigmoid {alpha, beta}."""
+    alpha, beta = float(n.attr("alpha", 0.2)), float(n.attr("beta", 0.5))
+    return [n.cx.emit1(graph.HardSigmoidOp(_ssa(n, 0), alpha=alpha, beta=beta))]
+
+
+@onnx_op("Clip")
+def emit_clip(n: NodeView) -> list:
+    """Clip(x, min, max) -> graph.clip {min, max} for float x with constant bounds (attributes
+    before opset 11, optional inputs from 11); integer x or run-time bounds -> graph.max with the
+    lower bound, then graph.min with the upper one (0-d tensors)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if n.opset < 11:
+        lo, hi = n.attr("min"), n.attr("max")
+        lo_v = hi_v = None
+    else:
+        lo_v, hi_v = n.input(1), n.input(2)
+        lo = float(lo_v.const) if lo_v is not None and lo_v.const is not None else None
+        hi = float(hi_v.const) if hi_v is not None and hi_v.const is not None else None
+    dynamic = (lo_v is not None and lo_v.const is None) or (hi_v is not None and hi_v.const is None)
+    if _is_float(x) and not dynamic:
+        return [cx.emit1(graph.ClipOp(x, min=None if lo is None else float(lo), max=None if hi is None else float(hi)))]
+    y = x
+    for bound_v, bound, cls in ((lo_v, lo, graph.MaxOp), (hi_v, hi, graph.MinOp)):
+        if bound_v is not None:
+            y = cx.emit1(cls(y, cx.ssa(bound_v)))
+        elif bound is not None:
+            y = cx.emit1(cls(y, cx.scalar(bound, _elem(x))))
+    return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# type and identity
+
+
+def _check_cast(node, opset):
+    to = _attr(node, "to")
+    return None if to in _DTYPES else f"cast to {onnx_dtype_name(to)}"
+
+
+@onnx_op("Cast", check=_check_cast)
+def emit_cast(n: NodeView) -> list:
+    """Cast(x, to) -> graph.cast (nothing when the type does not change). Constants are cast at
+    import time; a symbolic shape stays symbolic when cast to another integer type."""
+    cx = n.cx
+    to = int(n.attr("to"))
+    x = n.input(0)
+    if x.elem_type == to:
+        return [x]
+    if x.const is not None and x.const.size <= FOLD_LIMIT:
+        return [cx.from_const(x.const.astype(_DTYPES[to][0]))]
+    if x.sym is not None and to in (TensorProto.INT64, TensorProto.INT32):
+        return [cx.from_sym(x.sym, scalar=x.rank == 0, elem_type=to)]
+    return [cx.emit1(graph.CastOp(cx.ssa(x), element_type(to)))]
+
+
+@onnx_op("Identity")
+def emit_identity(n: NodeView) -> list:
+    """Identity(x) -> x (no op)."""
+    return [n.input(0)]
+
+
+def _check_dropout(node, opset):
+    if opset < 7 and _attr(node, "is_test", 0) == 0 and len(node.output) > 1:
+        return "training mode (is_test=0)"
+    return None
+
+
+@onnx_op("Dropout", check=_check_dropout)
+def emit_dropout(n: NodeView) -> list:
+    """Dropout(x) in inference mode -> x; the optional mask output -> a 0-d `true` constant
+    broadcast to x's shape (graph.broadcast_to). training_mode must be a constant false."""
+    cx = n.cx
+    if n.opset >= 12:
+        t = _const_input(n, 2, "training_mode")
+        if t is not None and bool(t.reshape(-1)[0]):
+            raise Unsupported("training_mode=true")
+    x = n.input(0)
+    outs: list = [x]
+    if n.output_used(1):
+        ones = cx.scalar(True, IntegerType(1))
+        outs.append(cx.broadcast_to(ones, cx.dims(x)))
+    return outs
+
+
+def _check_constant(node, opset):
+    for a in node.attribute:
+        if a.name not in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+            return f"attribute '{a.name}'"
+    return None
+
+
+@onnx_op("Constant", check=_check_constant)
+def emit_constant(n: NodeView) -> list:
+    """Constant -> a known value: graph.constant when used (≤ 16 elements or --embed-weights),
+    else graph.param named after the output (the data goes to the params file)."""
+    cx = n.cx
+    if n.has_attr("value"):
+        array = n.attr("value")
+    elif n.has_attr("value_float"):
+        array = np.array(n.attr("value_float"), np.float32)
+    elif n.has_attr("value_floats"):
+        array = np.array(n.attr("value_floats"), np.float32)
+    elif n.has_attr("value_int"):
+        array = np.array(n.attr("value_int"), np.int64)
+    elif n.has_attr("value_ints"):
+        array = np.array(n.attr("value_ints"), np.int64)
+    else:
+        raise Unsupported("no value attribute")
+    v = cx.from_const(array, is_weight=True, name=n.proto.output[0])
+    cx._weight_locs.setdefault(v.name, cx.loc)
+    return [v]
+
+
+# --------------------------------------------------------------------------------------------
+# shape computations
+
+
+@onnx_op("Shape")
+def emit_shape(n: NodeView) -> list:
+    """Shape(x)[start:end] -> a symbolic shape: ints for static dims, graph.dim for dynamic ones.
+    Only when used as data does it become a tensor (graph.shape, or graph.from_dims for a part)."""
+    cx = n.cx
+    x = n.input(0)
+    rank = x.rank
+    start, end = int(n.attr("start", 0)), int(n.attr("end", rank))
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    if all(d != DYNAMIC for d in x.shape[start:end]):
+        return [cx.from_const(np.array(x.shape[start:end], np.int64))]
+    v = cx.from_sym(cx.dims(x)[start:end])
+    if (start, end) == (0, rank):
+        v.shape_of = cx.ssa(x)
+    return [v]
+
+
+@onnx_op("ConstantOfShape")
+def emit_constant_of_shape(n: NodeView) -> list:
+    """ConstantOfShape(shape, value) -> a folded constant when small and static, else a 0-d
+    graph.constant broadcast to the (symbolic) shape with graph.broadcast_to."""
+    cx = n.cx
+    dims = cx.sym_of(n.input(0))
+    if dims is None:
+        raise Unsupported("the shape is computed from tensor data at run time")
+    value = n.attr("value")
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    if all(isinstance(d, int) for d in dims) and math.prod(dims) <= FOLD_LIMIT:
+        return [cx.from_const(np.full(dims, value[0], value.dtype))]
+    elem = _DTYPES[_onnx_type_of(value.dtype)][1]
+    return [cx.broadcast_to(cx.scalar(value[0].item(), elem), dims)]
+
+
+def _onnx_type_of(dtype: np.dtype) -> int:
+    for k, (d, _) in _DTYPES.items():
+        if d == dtype:
+            return k
+    raise Unsupported(f"dtype {dtype}")
+
+
+@onnx_op("Range")
+def emit_range(n: NodeView) -> list:
+    """Range(start, limit, delta) -> folded when the inputs are constant and the result small,
+    else graph.range on 0-d tensors (1-D result of dynamic length)."""
+    cx = n.cx
+    a, b, c = n.input(0), n.input(1), n.input(2)
+    if all(v.const is not None for v in (a, b, c)):
+        r = np.arange(a.const.item(), b.const.item(), c.const.item()).astype(a.const.dtype)
+        if r.size <= FOLD_LIMIT:
+            return [cx.from_const(r)]
+        result = TensorType(_DTYPES[a.elem_type][1], [r.size])
+        return [cx.emit1(graph.RangeOp(cx.ssa(a), cx.ssa(b), cx.ssa(c), result_type=result))]
+    return [cx.emit1(graph.RangeOp(cx.ssa(a), cx.ssa(b), cx.ssa(c)))]
+
+
+def _reshape_dims(cx: Importer, in_dims, entries, allowzero: bool):
+    """Output dims of Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    out: list = []
+    infer_at = None
+    for i, e in enumerate(entries):
+        if isinstance(e, int) and e == 0 and not allowzero:
+            if i >= len(in_dims):
+                raise Unsupported("Reshape: 0 refers to a dim past the input rank")
+            out.append(in_dims[i])
+        elif isinstance(e, int) and e == -1:
+            if infer_at is not None:
+                raise Unsupported("Reshape: more than one -1")
+            infer_at = i
+            out.append(None)
+        elif isinstance(e, int) and e < -1:
+            raise Unsupported(f"Reshape: invalid dim {e}")
+        else:
+            out.append(e)
+    if infer_at is not None:
+        num = list(in_dims)
+        den = [d for d in out if d is not None]
+        # Cancel dims that appear on both sides (the same SSA value or the same int).
+        for d in list(den):
+            for j, m in enumerate(num):
+                if m is d or (isinstance(m, int) and isinstance(d, int) and m == d):
+                    num.pop(j)
+                    den.remove(d)
+                    break
+        total: int | SSAValue = 1
+        for d in num:
+            total = cx.iarith("mul", total, d)
+        known: int | SSAValue = 1
+        for d in den:
+            known = cx.iarith("mul", known, d)
+        if isinstance(total, int) and isinstance(known, int) and (known == 0 or total % known):
+            raise Unsupported(f"Reshape: cannot infer -1 ({total} elements into {known})")
+        out[infer_at] = cx.iarith("div", total, known)
+    return out
+
+
+@onnx_op("Reshape")
+def emit_reshape(n: NodeView) -> list:
+    """Reshape(x, shape) -> graph.reshape with one index operand per dynamic result dim (0 and
+    -1 resolved with index arithmetic on graph.dim values). The shape must be constant or a
+    symbolic shape (Shape/Gather/Concat/... chains); constants are reshaped at import time."""
+    cx = n.cx
+    x = n.input(0)
+    entries = cx.sym_of(n.input(1))
+    if entries is None:
+        raise Unsupported("the target shape is computed from tensor data at run time")
+    allowzero = bool(n.attr("allowzero", 0)) if n.opset >= 14 else False
+    if x.const is not None and x.const.size <= FOLD_LIMIT and all(isinstance(e, int) for e in entries):
+        shape = [x.const.shape[i] if e == 0 and not allowzero else e for i, e in enumerate(entries)]
+        return [cx.from_const(x.const.reshape(shape))]
+    out = _reshape_dims(cx, cx.dims(x), entries, allowzero)
+    if x.sym is not None and len(out) <= 1 and all(isinstance(d, int) for d in out):
+        return [cx.from_sym(x.sym, scalar=len(out) == 0, elem_type=x.elem_type)]
+    return [cx.reshape(cx.ssa(x), out)]
+
+
+def _broadcast_dims(cx: Importer, a: list, b: list) -> list:
+    r = max(len(a), len(b))
+    a = [1] * (r - len(a)) + a
+    b = [1] * (r - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if isinstance(x, int) and x == 1:
+            out.append(y)
+        elif isinstance(y, int) and y == 1:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int):
+            if x != y:
+                raise Unsupported(f"shapes do not broadcast ({x} vs {y})")
+            out.append(x)
+        elif isinstance(x, int):
+            out.append(x)
+        elif isinstance(y, int):
+            out.append(y)
+        else:
+            out.append(x if x is y else cx.iarith("max", x, y))
+    return out
+
+
+@onnx_op("Expand")
+def emit_expand(n: NodeView) -> list:
+    """Expand(x, shape) -> graph.broadcast_to with the broadcast of x's dims and `shape` (a
+    constant or symbolic shape; dynamic dims as index operands, max() where both are dynamic)."""
+    cx = n.cx
+    x = n.input(0)
+    entries = cx.sym_of(n.input(1))
+    if entries is None:
+        raise Unsupported("the target shape is computed from tensor data at run time")
+    out = _broadcast_dims(cx, cx.dims(x), entries)
+    if x.const is not None and all(isinstance(d, int) for d in out) and math.prod(out) <= FOLD_LIMIT:
+        return [cx.from_const(np.broadcast_to(x.const, out).copy())]
+    return [cx.broadcast_to(cx.ssa(x), out)]
+
+
+def _axes_list(n: NodeView, since: int) -> list[int] | None:
+    return _ints_from(n, "axes", 1, since)
+
+
+@onnx_op("Unsqueeze")
+def emit_unsqueeze(n: NodeView) -> list:
+    """Unsqueeze(x, axes) -> graph.reshape inserting 1s (axes: attribute before opset 13,
+    input from 13). A scalar symbolic dim becomes a 1-element symbolic shape."""
+    cx = n.cx
+    x = n.input(0)
+    axes = _axes_list(n, 13)
+    if axes is None:
+        raise Unsupported("missing axes")
+    rank = x.rank + len(axes)
+    axes = sorted(_axis(a, rank) for a in axes)
+    if x.sym is not None and x.rank == 0 and axes == [0]:
+        return [cx.from_sym(x.sym, elem_type=x.elem_type)]
+    if x.const is not None and x.const.size <= FOLD_LIMIT:
+        return [cx.from_const(np.expand_dims(x.const, tuple(axes)))]
+    dims = list(cx.dims(x))
+    for a in axes:
+        dims.insert(a, 1)
+    return [cx.reshape(cx.ssa(x), dims)]
+
+
+@onnx_op("Squeeze")
+def emit_squeeze(n: NodeView) -> list:
+    """Squeeze(x, axes) -> graph.reshape dropping the axes (all static 1-dims when no axes;
+    a dynamic dim there is unsupported since it may or may not be 1)."""
+    cx = n.cx
+    x = n.input(0)
+    axes = _axes_list(n, 13)
+    if axes is None:
+        if DYNAMIC in x.shape:
+            raise Unsupported("Squeeze without axes on a tensor with dynamic dims")
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    axes = sorted({_axis(a, x.rank) for a in axes})
+    for a in axes:
+        if x.shape[a] not in (1, DYNAMIC):
+            raise Unsupported(f"Squeeze of dim {a} of size {x.shape[a]}")
+    if x.sym is not None and x.rank == 1 and axes == [0]:
+        return [cx.from_sym(x.sym, scalar=True, elem_type=x.elem_type)]
+    if x.const is not None and x.const.size <= FOLD_LIMIT:
+        return [cx.from_const(np.squeeze(x.const, tuple(axes)))]
+    dims = [d for i, d in enumerate(cx.dims(x)) if i not in axes]
+    return [cx.reshape(cx.ssa(x), dims)]
+
+
+@onnx_op("Flatten")
+def emit_flatten(n: NodeView) -> list:
+    """Flatten(x, axis) -> graph.reshape to (prod(dims[:axis]), prod(dims[axis:]))."""
+    cx = n.cx
+    x = n.input(0)
+    axis = int(n.attr("axis", 1))
+    axis = axis + x.rank if axis < 0 else axis
+    dims = cx.dims(x)
+    a: int | SSAValue = 1
+    b: int | SSAValue = 1
+    for d in dims[:axis]:
+        a = cx.iarith("mul", a, d)
+    for d in dims[axis:]:
+        b = cx.iarith("mul", b, d)
+    return [cx.reshape(cx.ssa(x), [a, b])]
+
+
+@onnx_op("Concat")
+def emit_concat(n: NodeView) -> list:
+    """Concat(xs, axis) -> graph.concat; 1-D symbolic/constant shapes concatenate symbolically."""
+    cx = n.cx
+    vals = [v for v in n.inputs if v is not None]
+    rank = vals[0].rank
+    axis = _axis(int(n.attr("axis", 0)), rank)
+    syms = [cx.sym_of(v) for v in vals]
+    if rank == 1 and all(s is not None for s in syms) and len({v.elem_type for v in vals}) == 1:
+        return [cx.from_sym([e for s in syms for e in s], elem_type=vals[0].elem_type)]
+    if all(v.const is not None for v in vals) and sum(v.const.size for v in vals) <= FOLD_LIMIT:
+        return [cx.from_const(np.concatenate([v.const for v in vals], axis))]
+    xs = [cx.ssa(v) for v in vals if 0 not in v.shape]
+    if len(xs) == 1:
+        return [xs[0]]
+    return [cx.emit1(graph.ConcatOp(xs, axis))]
+
+
+@onnx_op("Gather")
+def emit_gather(n: NodeView) -> list:
+    """Gather(data, indices, axis) -> graph.gather. Constant negative indices are normalized at
+    import time; run-time indices get `where(i < 0, i + dim, i)` (graph.lt/add/where). Gathering
+    from a symbolic shape with constant indices picks its entries (no op)."""
+    cx = n.cx
+    data, idx = n.input(0), n.input(1)
+    axis = _axis(int(n.attr("axis", 0)), data.rank)
+    idx_c = idx.const if idx.const is not None else None
+    dsym = cx.sym_of(data) if data.rank == 1 else None
+    if dsym is not None and idx_c is not None and idx_c.ndim <= 1 and (data.sym is not None or data.const is not None):
+        picked = [dsym[int(i)] for i in idx_c.reshape(-1)]
+        return [cx.from_sym(picked, scalar=idx_c.ndim == 0, elem_type=data.elem_type)]
+    if data.const is not None and idx_c is not None and data.const.size <= FOLD_LIMIT:
+        return [cx.from_const(np.take(data.const, idx_c, axis=axis))]
+    dim = data.shape[axis]
+    if idx_c is not None and (dim != DYNAMIC or (idx_c >= 0).all()):
+        if dim != DYNAMIC:
+            idx_c = np.where(idx_c < 0, idx_c + dim, idx_c)
+            if ((idx_c < 0) | (idx_c >= dim)).any():
+                raise Unsupported(f"Gather: constant index out of range for dim {dim}")
+        indices = cx.ssa(cx.from_const(idx_c.astype(idx.const.dtype)))
+    else:
+        indices = cx.ssa(idx)
+        elem = _elem(indices)
+        dim_t = cx.ssa(cx.from_sym([cx.dims(data)[axis]], scalar=True, elem_type=idx.elem_type))
+        neg = cx.emit1(graph.LtOp(indices, cx.scalar(0, elem)))
+        wrapped = cx.emit1(graph.AddOp(indices, dim_t))
+        indices = cx.emit1(graph.WhereOp(neg, wrapped, indices))
+    return [cx.emit1(graph.GatherOp(cx.ssa(data), indices, axis))]
+
+
+def _py_end(e: int, step: int) -> int | None:
+    """A normalized end as a Python slice bound (-1 with a negative step: through index 0)."""
+    return None if (step < 0 and e == -1) else e
+
+
+@onnx_op("Slice")
+def emit_slice(n: NodeView) -> list:
+    """Slice(x, starts, ends, axes, steps) -> graph.slice with one (start, end, step) per dim
+    (attributes before opset 10, constant inputs from 10). Slicing a symbolic shape slices the
+    list; constants are sliced at import time."""
+    cx = n.cx
+    x = n.input(0)
+    if n.opset < 10:
+        starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
+    else:
+        starts = _const_input(n, 1, "starts")
+        ends = _const_input(n, 2, "ends")
+        axes = _const_input(n, 3, "axes")
+        steps = _const_input(n, 4, "steps")
+    starts = [int(v) for v in np.asarray(starts).reshape(-1)]
+    ends = [int(v) for v in np.asarray(ends).reshape(-1)]
+    axes = list(range(len(starts))) if axes is None else [_axis(int(a), x.rank) for a in np.asarray(axes).reshape(-1)]
+    steps = [1] * len(starts) if steps is None else [int(v) for v in np.asarray(steps).reshape(-1)]
+    if 0 in steps:
+        raise Unsupported("Slice: step 0")
+    full_s = [0] * x.rank
+    full_e = [d if d != DYNAMIC else INT64_MAX for d in x.shape]
+    full_st = [1] * x.rank
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        dim = x.shape[a]
+        s, e = (s, e) if dim == DYNAMIC else graph.normalize_slice(dim, s, e, st)
+        full_s[a], full_e[a], full_st[a] = s, e, st
+    xs = cx.sym_of(x) if x.rank == 1 else None
+    if xs is not None and (x.sym is not None or x.const is not None):
+        e = _py_end(full_e[0], full_st[0])
+        return [cx.from_sym(xs[full_s[0] : e : full_st[0]], elem_type=x.elem_type)]
+    if x.const is not None and x.const.size <= FOLD_LIMIT:
+        sl = tuple(slice(s, _py_end(e, st), st) for s, e, st in zip(full_s, full_e, full_st))
+        return [cx.from_const(x.const[sl].copy())]
+    xv = cx.ssa(x)
+    if full_s == [0] * x.rank and full_st == [1] * x.rank and full_e == [d if d != DYNAMIC else INT64_MAX for d in x.shape]:
+        return [xv]
+    return [cx.emit1(graph.SliceOp(xv, full_s, full_e, full_st))]
+
+
+@onnx_op("Split")
+def emit_split(n: NodeView) -> list:
+    """Split(x, split | num_outputs, axis) -> graph.split {sizes} (split: attribute before opset
+    13, input from 13; equal parts of a static dim are computed, ceil-sized as in opset 18; of a
+    dynamic dim they are -1 sizes, which graph.split shares at run time)."""
+    cx = n.cx
+    x = n.input(0)
+    axis = _axis(int(n.attr("axis", 0)), x.rank)
+    sizes = n.attr("split") if n.opset < 13 else _const_input(n, 1, "split")
+    k = len(n.proto.output)
+    if sizes is not None and len(np.asarray(sizes).reshape(-1)) > 0:
+        sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+    else:
+        dim = x.shape[axis]
+        k = int(n.attr("num_outputs", k))
+        if dim == DYNAMIC:
+            sizes = [-1] * k  # graph.split shares a dynamic dim as num_outputs does
+        else:
+            chunk = -(-dim // k)
+            sizes = [min(chunk, dim - i * chunk) for i in range(k)]
+    return list(cx.emit(graph.SplitOp(cx.ssa(x), axis, sizes)).results)
+
+
+@onnx_op("Transpose")
+def emit_transpose(n: NodeView) -> list:
+    """Transpose(x, perm) -> graph.transpose {perm} (default: reversed dims)."""
+    x = _ssa(n, 0)
+    rank = len(_shape(x))
+    perm = n.attr("perm")
+    perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if perm == list(range(rank)):
+        return [x]
+    return [n.cx.emit1(graph.TransposeOp(x, perm))]
+
+
+@onnx_op("Tile")
+def emit_tile(n: NodeView) -> list:
+    """Tile(x, repeats) -> graph.tile {repeats} (repeats must be constant)."""
+    reps = _const_input(n, 1, "repeats")
+    return [n.cx.emit1(graph.TileOp(_ssa(n, 0), [int(r) for r in reps.reshape(-1)]))]
+
+
+@onnx_op("Trilu")
+def emit_trilu(n: NodeView) -> list:
+    """Trilu(x, k, upper) -> graph.trilu {upper, k} (k must be constant)."""
+    k = _const_input(n, 1, "k")
+    k = 0 if k is None else int(k.reshape(-1)[0])
+    return [n.cx.emit1(graph.TriluOp(_ssa(n, 0), upper=bool(n.attr("upper", 1)), k=k))]
+
+
+def _check_pad(node, opset):
+    mode = _s(_attr(node, "mode", "constant"))
+    return None if mode in ("constant", "reflect", "edge") else f"mode '{mode}'"
+
+
+@onnx_op("Pad", check=_check_pad)
+def emit_pad(n: NodeView) -> list:
+    """Pad(x, pads, value, axes, mode) -> graph.pad {pads (begins, then ends), mode, value};
+    negative pads (cropping) become a graph.slice after the pad."""
+    cx = n.cx
+    x = n.input(0)
+    rank = x.rank
+    mode = _s(n.attr("mode", "constant"))
+    if n.opset < 11:
+        pads = [int(p) for p in n.attr("pads", n.attr("paddings"))]
+        value = float(n.attr("value", 0.0))
+    else:
+        pads = [int(p) for p in _const_input(n, 1, "pads").reshape(-1)]
+        cv = _const_input(n, 2, "constant_value")
+        value = 0.0 if cv is None or cv.size == 0 else float(cv.reshape(-1)[0])
+        axes = _const_input(n, 3, "axes")
+        if axes is not None:
+            axes = [_axis(int(a), rank) for a in axes.reshape(-1)]
+            full = [0] * (2 * rank)
+            for i, a in enumerate(axes):
+                full[a], full[a + rank] = pads[i], pads[i + len(axes)]
+            pads = full
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"Pad: {len(pads)} pads for rank {rank}")
+    y = cx.ssa(x)
+    pos = [max(p, 0) for p in pads]
+    if any(pos):
+        y = cx.emit1(graph.PadOp(y, pos, mode=mode, value=value))
+    if any(p < 0 for p in pads):
+        shape = _shape(y)
+        starts = [-min(p, 0) for p in pads[:rank]]
+        ends = [d + min(p, 0) if d != DYNAMIC else (min(p, 0) or INT64_MAX) for d, p in zip(shape, pads[rank:])]
+        y = cx.emit1(graph.SliceOp(y, starts, ends, [1] * rank))
+    return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# linear algebra, convolution, pooling
+
+
+@onnx_op("MatMul")
+def emit_matmul(n: NodeView) -> list:
+    """MatMul(a, b) -> graph.matmul (NumPy semantics)."""
+    return [n.cx.emit1(graph.MatMulOp(_ssa(n, 0), _ssa(n, 1)))]
+
+
+@onnx_op("Gemm")
+def emit_gemm(n: NodeView) -> list:
+    """Gemm(A, B, C, alpha, beta, transA, transB) -> graph.transpose (transA/transB), graph.matmul,
+    graph.mul by a 0-d alpha (if != 1), graph.add of C (times a 0-d beta if != 1)."""
+    cx = n.cx
+    a, b = _ssa(n, 0), _ssa(n, 1)
+    if n.attr("transA", 0):
+        a = cx.emit1(graph.TransposeOp(a, [1, 0]))
+    if n.attr("transB", 0):
+        b = cx.emit1(graph.TransposeOp(b, [1, 0]))
+    y = cx.emit1(graph.MatMulOp(a, b))
+    alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
+    if alpha != 1.0:
+        y = cx.emit1(graph.MulOp(y, cx.scalar(alpha, _elem(y))))
+    c = n.input(2)
+    if c is not None and beta != 0.0:
+        cv = cx.ssa(c)
+        if beta != 1.0:
+            cv = cx.emit1(graph.MulOp(cv, cx.scalar(beta, _elem(cv))))
+        y = cx.emit1(graph.AddOp(y, cv))
+    return [y]
+
+
+def _check_auto_pad(node, opset):
+    ap = _s(_attr(node, "auto_pad", "NOTSET"))
+    if ap not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        return f"auto_pad '{ap}'"
+    ks = _attr(node, "kernel_shape")
+    if ks is not None and len(ks) not in (1, 2):
+        return f"{len(ks)}-D kernel (only 1-D and 2-D)"
+    return None
+
+
+def _spatial_pads(n: NodeView, in_spatial: list[int], kernel, strides, dilations) -> list[int]:
+    """ONNX pads [b0, b1, ..., e0, e1, ...] with auto_pad resolved (needs static dims for SAME)."""
+    k = len(kernel)
+    ap = _s(n.attr("auto_pad", "NOTSET"))
+    if ap == "VALID":
+        return [0] * (2 * k)
+    if ap in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * k)
+        for i in range(k):
+            if in_spatial[i] == DYNAMIC:
+                raise Unsupported(f"auto_pad {ap} with a dynamic spatial dim")
+            out = -(-in_spatial[i] // strides[i])
+            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_spatial[i])
+            small, big = total // 2, total - total // 2
+            pads[i], pads[i + k] = (small, big) if ap == "SAME_UPPER" else (big, small)
+        return pads
+    pads = n.attr("pads")
+    return [0] * (2 * k) if pads is None else [int(p) for p in pads]
+
+
+def _to_2d(k, vals, fill):
+    """1-D parameters -> 2-D with a leading unit spatial dim."""
+    return ([fill] + list(vals)) if k == 1 else list(vals)
+
+
+def _pads_2d(k, pads):
+    if k == 1:
+        return [0, pads[0], 0, pads[1]]
+    return [pads[0], pads[1], pads[2], pads[3]]
+
+
+def _unsqueeze_spatial(cx: Importer, x: SSAValue) -> SSAValue:
+    """(N, C, L) -> (N, C, 1, L)."""
+    d = cx.dims(x)
+    return cx.reshape(x, [d[0], d[1], 1, d[2]])
+
+
+def _squeeze_spatial(cx: Importer, y: SSAValue) -> SSAValue:
+    """(N, C, 1, L) -> (N, C, L)."""
+    d = cx.dims(y)
+    return cx.reshape(y, [d[0], d[1], d[3]])
+
+
+@onnx_op("Conv", check=_check_auto_pad)
+def emit_conv(n: NodeView) -> list:
+    """Conv(x, w, b) -> graph.conv2d {strides, pads [top, left, bottom, right], dilations, group};
+    auto_pad is resolved to explicit pads; 1-D conv: graph.reshape x (N,C,L)->(N,C,1,L) and w
+    (O,C/g,K)->(O,C/g,1,K), conv2d, reshape back."""
+    cx = n.cx
+    x, w = _ssa(n, 0), _ssa(n, 1)
+    b = cx.ssa(n.input(2)) if n.input(2) is not None else None
+    rank = len(_shape(x))
+    k = rank - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{k}-D convolution (only 1-D and 2-D)")
+    kernel = n.attr("kernel_shape") or _shape(w)[2:]
+    if DYNAMIC in kernel:
+        raise Unsupported("kernel with dynamic size")
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
+    group = int(n.attr("group", 1))
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+        wd = cx.dims(w)
+        w = cx.reshape(w, [wd[0], wd[1], 1, wd[2]])
+    y = cx.emit1(
+        graph.Conv2dOp(
+            x,
+            w,
+            bias=b,
+            strides=_to_2d(k, strides, 1),
+            pads=_pads_2d(k, pads),
+            dilations=_to_2d(k, dilations, 1),
+            group=group,
+        )
+    )
+    return [_squeeze_spatial(cx, y) if k == 1 else y]
+
+
+def _check_maxpool(node, opset):
+    if len([o for o in node.output if o]) > 1:
+        return "the Indices output"
+    if int(_attr(node, "storage_order", 0)) != 0:
+        return "storage_order=1"
+    return _check_auto_pad(node, opset)
+
+
+def _pool_params(n: NodeView, x: SSAValue):
+    rank = len(_shape(x))
+    k = rank - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{k}-D pooling (only 1-D and 2-D)")
+    kernel = list(n.attr("kernel_shape"))
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
+    return k, kernel, strides, dilations, pads
+
+
+@onnx_op("MaxPool", check=_check_maxpool)
+def emit_max_pool(n: NodeView) -> list:
+    """MaxPool(x) -> graph.max_pool2d {kernel, strides, pads, dilations, ceil_mode}; auto_pad is
+    resolved; 1-D pooling via reshape to (N, C, 1, L) and back."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    k, kernel, strides, dilations, pads = _pool_params(n, x)
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+    y = cx.emit1(
+        graph.MaxPool2dOp(
+            x,
+            _to_2d(k, kernel, 1),
+            strides=_to_2d(k, strides, 1),
+            pads=_pads_2d(k, pads),
+            dilations=_to_2d(k, dilations, 1),
+            ceil_mode=bool(n.attr("ceil_mode", 0)),
+        )
+    )
+    return [_squeeze_spatial(cx, y) if k == 1 else y]
+
+
+@onnx_op("AveragePool", check=_check_auto_pad)
+def emit_avg_pool(n: NodeView) -> list:
+    """AveragePool(x) -> graph.avg_pool2d {kernel, strides, pads, ceil_mode, count_include_pad};
+    auto_pad is resolved; 1-D via reshape; dilations other than 1 are unsupported."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    k, kernel, strides, dilations, pads = _pool_params(n, x)
+    if any(d != 1 for d in dilations):
+        raise Unsupported("AveragePool with dilations")
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+    y = cx.emit1(
+        graph.AvgPool2dOp(
+            x,
+            _to_2d(k, kernel, 1),
+            strides=_to_2d(k, strides, 1),
+            pads=_pads_2d(k, pads),
+            ceil_mode=bool(n.attr("ceil_mode", 0)),
+            count_include_pad=bool(n.attr("count_include_pad", 0)),
+        )
+    )
+    return [_squeeze_spatial(cx, y) if k == 1 else y]
+
+
+@onnx_op("GlobalAveragePool")
+def emit_global_avg_pool(n: NodeView) -> list:
+    """GlobalAveragePool(x) -> graph.global_avg_pool (N, C, 1, ..., 1)."""
+    return [n.cx.emit1(graph.GlobalAvgPoolOp(_ssa(n, 0)))]
+
+
+@onnx_op("GlobalMaxPool")
+def emit_global_max_pool(n: NodeView) -> list:
+    """GlobalMaxPool(x) -> graph.global_max_pool (N, C, 1, ..., 1)."""
+    return [n.cx.emit1(graph.GlobalMaxPoolOp(_ssa(n, 0)))]
+
+
+# --------------------------------------------------------------------------------------------
+# normalization, softmax, reductions
+
+
+def _check_batchnorm(node, opset):
+    if len([o for o in node.output if o]) > 1 or _attr(node, "training_mode", 0):
+        return "training mode (more than one output)"
+    if opset < 9 and _attr(node, "spatial", 1) != 1:
+        return "spatial=0"
+    return None
+
+
+@onnx_op("BatchNormalization", check=_check_batchnorm)
+def emit_batch_norm(n: NodeView) -> list:
+    """BatchNormalization(x, scale, b, mean, var) in inference mode -> graph.batch_norm {epsilon}."""
+    cx = n.cx
+    eps = float(n.attr("epsilon", 1e-5))
+    args = [_ssa(n, i) for i in range(5)]
+    return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]
+
+
+def _check_layernorm(node, opset):
+    if len([o for o in node.output if o]) > 1:
+        return "the Mean / InvStdDev outputs"
+    return None
+
+
+@onnx_op("LayerNormalization", check=_check_layernorm)
+def emit_layer_norm(n: NodeView) -> list:
+    """LayerNormalization(x, scale, bias, axis, epsilon) -> graph.layer_norm (normalizes over
+    [axis, rank))."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    axis = _axis(int(n.attr("axis", -1)), len(_shape(x)))
+    bias = cx.ssa(n.input(2)) if n.input(2) is not None else None
+    return [cx.emit1(graph.LayerNormOp(x, _ssa(n, 1), bias, axis=axis, epsilon=float(n.attr("epsilon", 1e-5))))]
+
+
+@onnx_op("LRN")
+def emit_lrn(n: NodeView) -> list:
+    """LRN(x, size, alpha, beta, bias) -> graph.lrn."""
+    return [
+        n.cx.emit1(
+            graph.LRNOp(
+                _ssa(n, 0),
+                size=int(n.attr("size")),
+                alpha=float(n.attr("alpha", 1e-4)),
+                beta=float(n.attr("beta", 0.75)),
+                bias=float(n.attr("bias", 1.0)),
+            )
+        )
+    ]
+
+
+@onnx_op("Softmax", "LogSoftmax")
+def emit_softmax(n: NodeView) -> list:
+    """Softmax/LogSoftmax(x, axis) -> graph.softmax/log_softmax {axis}. Before opset 13 the input
+    is coerced to 2-D at `axis` (default 1): graph.reshape to (prod(d[:axis]), prod(d[axis:])),
+    softmax on axis 1, reshape back (skipped when axis is the last dim: same result)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    rank = len(_shape(x))
+    cls = graph.SoftmaxOp if n.op_type == "Softmax" else graph.LogSoftmaxOp
+    if n.opset >= 13:
+        return [cx.emit1(cls(x, _axis(int(n.attr("axis", -1)), rank)))]
+    axis = _axis(int(n.attr("axis", 1)), rank)
+    if axis == rank - 1:
+        return [cx.emit1(cls(x, axis))]
+    dims = cx.dims(x)
+    a: int | SSAValue = 1
+    b: int | SSAValue = 1
+    for d in dims[:axis]:
+        a = cx.iarith("mul", a, d)
+    for d in dims[axis:]:
+        b = cx.iarith("mul", b, d)
+    y = cx.emit1(cls(cx.reshape(x, [a, b]), 1))
+    return [cx.reshape(y, dims)]
+
+
+_REDUCE = {
+    "ReduceSum": (graph.ReduceSumOp, 13),
+    "ReduceMean": (graph.ReduceMeanOp, 18),
+    "ReduceMax": (graph.ReduceMaxOp, 18),
+    "ReduceMin": (graph.ReduceMinOp, 18),
+}
+
+
+@onnx_op(*_REDUCE)
+def emit_reduce(n: NodeView) -> list:
+    """ReduceSum/Mean/Max/Min(x, axes, keepdims) -> graph.reduce_* {axes (normalized, sorted),
+    keepdims}. axes is an attribute before opset 13 (ReduceSum) / 18 (the others), an input after;
+    no axes = all axes, unless noop_with_empty_axes (then the input is returned)."""
+    cx = n.cx
+    cls, since = _REDUCE[n.op_type]
+    x = _ssa(n, 0)
+    rank = len(_shape(x))
+    axes = _axes_list(n, since)
+    if not axes:
+        if n.attr("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    axes = sorted({_axis(a, rank) for a in axes})
+    return [cx.emit1(cls(x, axes, keepdims=bool(n.attr("keepdims", 1))))]
+
+
+@onnx_op("ArgMax")
+def emit_argmax(n: NodeView) -> list:
+    """ArgMax(x, axis, keepdims, select_last_index) -> graph.argmax (i64)."""
+    x = _ssa(n, 0)
+    axis = _axis(int(n.attr("axis", 0)), len(_shape(x)))
+    return [
+        n.cx.emit1(
+            graph.ArgMaxOp(
+                x,
+                axis=axis,
+                keepdims=bool(n.attr("keepdims", 1)),
+                select_last_index=bool(n.attr("select_last_index", 0)),
+            )
+        )
+    ]
+
+
+_ = (TensorType, numpy_dtype_of)  # re-exported helpers used by tests
