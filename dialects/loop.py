@@ -1,6 +1,7 @@
 """The `loop` dialect: kernels as loop nests around named compute blocks (TensorIR analogue).
 
-    func.func @add(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>) attributes {loop.kernel} {
+    func.func @add(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>)
+        attributes {loop.kernel} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %n = mem.dim %a, 0 : memref<?xf32>
@@ -261,7 +262,9 @@ class BlockOp(IRDLOperation):
         for region in (self.body, self.init):
             if region.blocks and iter_var in region.block.args:
                 return self.bindings[region.block.args.index(iter_var)]
-        raise ValueError(f"{iter_var} is not an iteration variable of block '{self.block_name.data}'")
+        raise ValueError(
+            f"{iter_var} is not an iteration variable of block '{self.block_name.data}'"
+        )
 
     def verify_(self) -> None:
         name = self.block_name.data
@@ -413,7 +416,7 @@ def _verify_enclosing_kernel(op: Operation) -> None:
 
 
 def enclosing_loops(op: Operation, stop: Operation | None = None) -> list[ForOp]:
-    """The loop.for ops enclosing `op` (strictly above it, up to `stop` excluded), outermost first."""
+    """The loop.for ops strictly enclosing `op` (below `stop`, if given), outermost first."""
     loops: list[ForOp] = []
     parent = op.parent_op()
     while parent is not None and parent is not stop:

@@ -189,7 +189,8 @@ def test_gather_index_is_not_affine():
     assert touched_region(block, v["data"], v["j"].owner.parent_op()) is None
     # the index buffer and the output are still analysable
     box = touched_region(block, v["out"], v["j"].owner.parent_op())
-    assert box == [(F((v["i"], 1)), F((v["i"], 1))), (AffineForm.constant(0), AffineForm.constant(7))]
+    zero, seven = AffineForm.constant(0), AffineForm.constant(7)
+    assert box == [(F((v["i"], 1)), F((v["i"], 1))), (zero, seven)]
     with pytest.raises(ValueError, match="does not access"):
         touched_region(block, v["idx"])
 
@@ -295,4 +296,5 @@ def test_materialize_round_trips(conv):
     value = materialize(form, InsertPoint.at_start(loop_ji.body.block))
     module.verify()
     assert affine_of(value) == form
-    assert affine_of(materialize(AffineForm.constant(5), Builder(InsertPoint.at_start(loop_ji.body.block)))) == 5
+    builder = Builder(InsertPoint.at_start(loop_ji.body.block))
+    assert affine_of(materialize(AffineForm.constant(5), builder)) == 5
