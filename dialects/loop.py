@@ -192,7 +192,7 @@ class ForOp(IRDLOperation):
         if word is not None:
             if word not in LOOP_KINDS:
                 parser.raise_error(
-                    f"unknown loop kind '{word}', expected {', '.join(LOOP_KINDS[1:])} or '{{'",
+                    f"unknown loop kind '{word}', expected {', '.join(LOOP_KINDS)} or '{{'",
                     pos,
                     parser.pos,
                 )
