@@ -264,13 +264,20 @@ def emit_mean(n: NodeView) -> list:
 
 @onnx_op("Mod")
 def emit_mod(n: NodeView) -> list:
-    """Mod(a, b, fmod) -> graph.mod {fmod}: fmod=0 is Python's sign-of-divisor remainder (integers
-    only), fmod=1 C's fmod."""
+    """Mod(a, b, fmod) -> graph.mod {fmod}: fmod=1 is C's fmod; fmod=0 is Python's
+    sign-of-divisor remainder, which graph.mod has for integers only. For floats with fmod=0:
+    r = graph.mod {fmod = true}, then where(r != 0 and (r < 0) xor (b < 0), r + b, r)."""
+    cx = n.cx
     fmod = bool(n.attr("fmod", 0))
     a, b = _ssa(n, 0), _ssa(n, 1)
-    if _is_float(a) and not fmod:
-        raise Unsupported("fmod=0 on a floating-point tensor (invalid in ONNX)")
-    return [n.cx.emit1(graph.ModOp(a, b, fmod=fmod))]
+    if not _is_float(a) or fmod:
+        return [cx.emit1(graph.ModOp(a, b, fmod=fmod))]
+    r = cx.emit1(graph.ModOp(a, b, fmod=True))
+    zero = cx.scalar(0.0, _elem(a))
+    nonzero = cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(r, zero))))
+    signs_differ = cx.emit1(graph.XorOp(cx.emit1(graph.LtOp(r, zero)), cx.emit1(graph.LtOp(b, zero))))
+    fix = cx.emit1(graph.AndOp(nonzero, signs_differ))
+    return [cx.emit1(graph.WhereOp(fix, cx.emit1(graph.AddOp(r, b)), r))]
 
 
 @onnx_op("Where")
@@ -1057,21 +1064,27 @@ def emit_batch_norm(n: NodeView) -> list:
     return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]
 
 
-def _check_layernorm(node, opset):
-    if len([o for o in node.output if o]) > 1:
-        return "the Mean / InvStdDev outputs"
-    return None
-
-
-@onnx_op("LayerNormalization", check=_check_layernorm)
+@onnx_op("LayerNormalization")
 def emit_layer_norm(n: NodeView) -> list:
     """LayerNormalization(x, scale, bias, axis, epsilon) -> graph.layer_norm (normalizes over
-    [axis, rank))."""
+    [axis, rank)). The optional Mean and InvStdDev outputs are decomposed: mean =
+    graph.reduce_mean(x, [axis, rank), keepdims), inv_std = graph.rsqrt(reduce_mean((x - mean)^2)
+    + epsilon)."""
     cx = n.cx
     x = _ssa(n, 0)
-    axis = _axis(int(n.attr("axis", -1)), len(_shape(x)))
+    rank = len(_shape(x))
+    axis = _axis(int(n.attr("axis", -1)), rank)
+    eps = float(n.attr("epsilon", 1e-5))
     bias = cx.ssa(n.input(2)) if n.input(2) is not None else None
-    return [cx.emit1(graph.LayerNormOp(x, _ssa(n, 1), bias, axis=axis, epsilon=float(n.attr("epsilon", 1e-5))))]
+    outs: list = [cx.emit1(graph.LayerNormOp(x, _ssa(n, 1), bias, axis=axis, epsilon=eps))]
+    if n.output_used(1) or n.output_used(2):
+        axes = list(range(axis, rank))
+        mean = cx.emit1(graph.ReduceMeanOp(x, axes, keepdims=True))
+        centered = cx.emit1(graph.SubOp(x, mean))
+        var = cx.emit1(graph.ReduceMeanOp(cx.emit1(graph.MulOp(centered, centered)), axes, keepdims=True))
+        inv_std = cx.emit1(graph.RsqrtOp(cx.emit1(graph.AddOp(var, cx.scalar(eps, _elem(x))))))
+        outs += [mean, inv_std]
+    return outs
 
 
 @onnx_op("LRN")

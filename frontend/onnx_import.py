@@ -93,6 +93,7 @@ _DTYPES: dict[int, tuple[np.dtype, Attribute]] = {
     TensorProto.DOUBLE: (np.dtype(np.float64), f64),
     TensorProto.INT64: (np.dtype(np.int64), IntegerType(64)),
     TensorProto.INT32: (np.dtype(np.int32), IntegerType(32)),
+    TensorProto.INT16: (np.dtype(np.int16), IntegerType(16)),
     TensorProto.INT8: (np.dtype(np.int8), IntegerType(8)),
     TensorProto.BOOL: (np.dtype(np.bool_), IntegerType(1)),
 }
@@ -458,7 +459,15 @@ class Importer:
         if list(x.type.get_shape()) == shape and all(d >= 0 for d in shape):
             return x
         t = TensorType(x.type.get_element_type(), shape)
-        return self.emit1(graph.ReshapeOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
+        y = self.emit1(graph.ReshapeOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
+        self._remember_dims(y, dims)
+        return y
+
+    def _remember_dims(self, y: SSAValue, dims: Sequence[int | SSAValue]) -> None:
+        """The dynamic dims of a result we built are known SSA values: `dims(y)` reuses them."""
+        for i, d in enumerate(dims):
+            if isinstance(d, SSAValue):
+                self._dims[(y, i)] = d
 
     def broadcast_to(self, x: SSAValue, dims: Sequence[int | SSAValue]) -> SSAValue:
         from minimlir.dialects import graph
@@ -467,7 +476,9 @@ class Importer:
         if list(x.type.get_shape()) == shape and all(d >= 0 for d in shape):
             return x
         t = TensorType(x.type.get_element_type(), shape)
-        return self.emit1(graph.BroadcastToOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
+        y = self.emit1(graph.BroadcastToOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
+        self._remember_dims(y, dims)
+        return y
 
     def scalar(self, value: float | int | bool, elem: Attribute) -> SSAValue:
         """A 0-d graph.constant of element type `elem`."""
@@ -626,7 +637,10 @@ def _build(cx: Importer) -> ModuleOp:
             continue
         t = _type_of(vi)
         if t is None or t[1] is None:
-            raise OnnxImportError(f"graph input '{vi.name}' is not a tensor of known rank")
+            what = "is not a tensor (sequence/optional/map)" if t is None else "has unknown rank"
+            cx.problems.append(Problem("<input>", 0, vi.name, f"graph input {what}"))
+            poisoned.add(vi.name)
+            continue
         elem_type, shape, names = t
         if elem_type not in _DTYPES:
             cx.problems.append(Problem("<input>", 0, vi.name, f"dtype {onnx_dtype_name(elem_type)}"))
@@ -744,7 +758,7 @@ def _drop_dead_ops(block: Block) -> None:
         changed = False
         for op in reversed(list(block.ops)):
             if op.results and all(not r.uses for r in op.results):
-                op.erase()
+                block.erase_op(op)
                 changed = True
 
 

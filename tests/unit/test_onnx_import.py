@@ -1,0 +1,438 @@
+"""ONNX importer: emitted graph ops and types for small onnx.helper models."""
+
+import io
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, NameLoc
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+from minimlir.dialects import graph
+from minimlir.frontend.onnx_import import (
+    OnnxImportError,
+    UnsupportedModelError,
+    check_support,
+    import_onnx,
+)
+
+Q = DYNAMIC_INDEX
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = h.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
+
+
+def vi(name, dtype, shape):
+    return h.make_tensor_value_info(name, dtype, shape)
+
+
+def init(name, array):
+    return nh.from_array(np.asarray(array), name)
+
+
+def fn_of(module: ModuleOp):
+    return module.body.block.first_op
+
+
+def ops_of(module: ModuleOp, cls=None):
+    ops = [op for op in fn_of(module).body.block.ops]
+    return [op for op in ops if cls is None or isinstance(op, cls)]
+
+
+def names(module: ModuleOp):
+    return [op.name for op in fn_of(module).body.block.ops]
+
+
+def result_shape(module: ModuleOp, i=0):
+    return list(fn_of(module).function_type.outputs.data[i].get_shape())
+
+
+def printed(module: ModuleOp, debuginfo=False) -> str:
+    s = io.StringIO()
+    Printer(stream=s, print_debuginfo=debuginfo).print_op(module)
+    return s.getvalue()
+
+
+def conv_add_relu(batch="batch"):
+    rng = np.random.RandomState(0)
+    nodes = [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("Add", ["c", "bias2"], ["a"], name="add"),
+        h.make_node("Relu", ["a"], ["y"], name="relu"),
+    ]
+    inits = [
+        init("w", rng.randn(4, 3, 3, 3).astype(np.float32)),
+        init("b", np.zeros(4, np.float32)),
+        init("bias2", rng.randn(4, 1, 1).astype(np.float32)),
+    ]
+    return model(nodes, [vi("x", T.FLOAT, [batch, 3, 8, 8])], [vi("y", T.FLOAT, None)], inits)
+
+
+def test_conv_add_relu_ops_types_and_params():
+    module, params = import_onnx(conv_add_relu())
+    assert names(module) == [
+        "graph.param", "graph.constant", "graph.conv2d", "graph.constant", "graph.add", "graph.relu", "func.return",
+    ]
+    conv = ops_of(module, graph.Conv2dOp)[0]
+    assert list(conv.pads.get_values()) == [1, 1, 1, 1]
+    assert list(conv.result.type.get_shape()) == [Q, 4, 8, 8]
+    assert result_shape(module) == [Q, 4, 8, 8]
+    # 108 elements -> a param; 4 elements -> a constant
+    assert set(params) == {"w"} and params["w"].shape == (4, 3, 3, 3)
+    assert ops_of(module, graph.ParamOp)[0].param_name.data == "w"
+
+
+def test_embed_weights_inlines_everything():
+    module, params = import_onnx(conv_add_relu(), embed_weights=True)
+    assert params == {}
+    assert not ops_of(module, graph.ParamOp)
+    assert len(ops_of(module, graph.ConstantOp)) == 3
+
+
+def test_dim_names_on_arguments():
+    module, _ = import_onnx(conv_add_relu())
+    arg_attrs = fn_of(module).arg_attrs.data[0].data
+    assert [a.data for a in arg_attrs["graph.dim_names"].data] == ["batch", "", "", ""]
+    assert arg_attrs["graph.name"].data == "x"
+    text = printed(module)
+    assert "tensor<?x3x8x8xf32>" in text and 'graph.dim_names = ["batch", "", "", ""]' in text
+
+
+def test_locations_name_the_node_and_round_trip():
+    module, _ = import_onnx(conv_add_relu())
+    conv = ops_of(module, graph.Conv2dOp)[0]
+    assert isinstance(conv.location, NameLoc) and conv.location.desc.data == "conv"
+    text = printed(module, debuginfo=True)
+    assert 'loc("conv"("g.onnx":1:0))' in text
+    assert 'loc("relu"("g.onnx":3:0))' in text
+    ctx = Context(allow_unregistered=True)
+    from minimlir.tools.mini_opt import our_dialects
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.arith import Arith
+
+    for d in [Builtin, Func, Arith, *our_dialects()]:
+        ctx.load_dialect(d)
+    reparsed = Parser(ctx, text).parse_module()
+    assert printed(reparsed, debuginfo=True) == text
+
+
+def shape_chain_model(batch):
+    """y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))."""
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"]),
+        h.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        h.make_node("Unsqueeze", ["n", "ax0"], ["n1"]),
+        h.make_node("Concat", ["n1", "m1"], ["shape"], axis=0),
+        h.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    inits = [init("zero", np.array(0, np.int64)), init("ax0", np.array([0], np.int64)), init("m1", np.array([-1], np.int64))]
+    return model(nodes, [vi("x", T.FLOAT, [batch, 3, 4])], [vi("y", T.FLOAT, None)], inits)
+
+
+def test_shape_chain_folds_when_static():
+    module, _ = import_onnx(shape_chain_model(2))
+    assert names(module) == ["graph.reshape", "func.return"]
+    assert result_shape(module) == [2, 12]
+
+
+def test_shape_chain_dynamic_uses_dim_and_index_operands():
+    module, _ = import_onnx(shape_chain_model("batch"))
+    assert names(module) == ["graph.dim", "graph.reshape", "func.return"]
+    reshape = ops_of(module, graph.ReshapeOp)[0]
+    dim = ops_of(module, graph.DimOp)[0]
+    assert list(reshape.dims) == [dim.result]
+    assert result_shape(module) == [Q, 12]
+
+
+def test_shape_used_as_data_becomes_graph_shape():
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Cast", ["s"], ["y"], to=T.FLOAT)]
+    module, _ = import_onnx(model(nodes, [vi("x", T.FLOAT, ["n", 3])], [vi("y", T.FLOAT, None)]))
+    assert names(module) == ["graph.shape", "graph.cast", "func.return"]
+    assert result_shape(module) == [2]
+
+
+def test_dynamic_flatten_multiplies_dims():
+    nodes = [h.make_node("Flatten", ["x"], ["y"], axis=2)]
+    module, _ = import_onnx(model(nodes, [vi("x", T.FLOAT, ["n", "m", 4, 5])], [vi("y", T.FLOAT, None)]))
+    assert names(module) == ["graph.dim", "graph.dim", "arith.muli", "graph.reshape", "func.return"]
+    assert result_shape(module) == [Q, 20]
+
+
+def test_constant_of_shape_dynamic_broadcasts_a_scalar():
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"]),
+        h.make_node("ConstantOfShape", ["s"], ["y"], value=h.make_tensor("v", T.FLOAT, [1], [2.5])),
+    ]
+    module, _ = import_onnx(model(nodes, [vi("x", T.FLOAT, ["n", 3])], [vi("y", T.FLOAT, None)]))
+    assert names(module) == ["graph.dim", "graph.constant", "graph.broadcast_to", "func.return"]
+    assert result_shape(module) == [Q, 3]
+
+
+def test_constant_of_shape_static_folds():
+    nodes = [h.make_node("ConstantOfShape", ["s"], ["y"])]
+    m = model(nodes, [], [vi("y", T.FLOAT, None)], [init("s", np.array([2, 3], np.int64))])
+    module, _ = import_onnx(m)
+    assert names(module) == ["graph.constant", "func.return"]
+    assert result_shape(module) == [2, 3]
+
+
+def test_expand_with_symbolic_shape():
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Expand", ["b", "s"], ["y"])]
+    m = model(nodes, [vi("x", T.FLOAT, ["n", 4]), vi("b", T.FLOAT, [1, 4])], [vi("y", T.FLOAT, None)])
+    module, _ = import_onnx(m)
+    assert names(module) == ["graph.dim", "graph.broadcast_to", "func.return"]
+    assert result_shape(module) == [Q, 4]
+
+
+def test_range_folds_small_constants():
+    nodes = [h.make_node("Range", ["a", "b", "c"], ["y"])]
+    inits = [init("a", np.array(0, np.int64)), init("b", np.array(5, np.int64)), init("c", np.array(1, np.int64))]
+    module, _ = import_onnx(model(nodes, [], [vi("y", T.INT64, None)], inits))
+    assert names(module) == ["graph.constant", "func.return"]
+    assert result_shape(module) == [5]
+
+
+def test_gemm_decomposition():
+    nodes = [h.make_node("Gemm", ["a", "b", "c"], ["y"], transB=1, alpha=2.0, beta=0.5)]
+    m = model(nodes, [vi("a", T.FLOAT, [2, 3]), vi("b", T.FLOAT, [4, 3]), vi("c", T.FLOAT, [4])], [vi("y", T.FLOAT, None)])
+    module, _ = import_onnx(m)
+    assert names(module) == [
+        "graph.transpose", "graph.matmul", "graph.constant", "graph.mul",
+        "graph.constant", "graph.mul", "graph.add", "func.return",
+    ]
+    assert result_shape(module) == [2, 4]
+
+
+@pytest.mark.parametrize("opset,expected", [(11, ["graph.reshape", "graph.softmax", "graph.reshape"]), (13, ["graph.softmax"])])
+def test_softmax_opset_semantics(opset, expected):
+    nodes = [h.make_node("Softmax", ["x"], ["y"], axis=1)]
+    m = model(nodes, [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, None)], opset=opset)
+    module, _ = import_onnx(m)
+    assert names(module)[:-1] == expected
+    if opset == 11:
+        assert list(ops_of(module, graph.ReshapeOp)[0].result.type.get_shape()) == [2, 12]
+    assert result_shape(module) == [2, 3, 4]
+
+
+def test_clip_attributes_and_inputs():
+    m6 = model([h.make_node("Clip", ["x"], ["y"], min=-1.0, max=1.0)], [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, None)], opset=6)
+    clip = ops_of(import_onnx(m6)[0], graph.ClipOp)[0]
+    assert (clip.min.value.data, clip.max.value.data) == (-1.0, 1.0)
+    m13 = model(
+        [h.make_node("Clip", ["x", "", "hi"], ["y"])],
+        [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, None)], [init("hi", np.array(6.0, np.float32))], opset=13,
+    )
+    clip = ops_of(import_onnx(m13)[0], graph.ClipOp)[0]
+    assert clip.min is None and clip.max.value.data == 6.0
+    mi = model(
+        [h.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+        [vi("x", T.INT64, [3])], [vi("y", T.INT64, None)],
+        [init("lo", np.array(0, np.int64)), init("hi", np.array(5, np.int64))], opset=13,
+    )
+    assert names(import_onnx(mi)[0]) == ["graph.constant", "graph.max", "graph.constant", "graph.min", "func.return"]
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_split_versions(opset):
+    x = [vi("x", T.FLOAT, [2, 6])]
+    outs = [vi("a", T.FLOAT, None), vi("b", T.FLOAT, None)]
+    if opset == 11:
+        node, inits = h.make_node("Split", ["x"], ["a", "b"], axis=1, split=[2, 4]), []
+    elif opset == 13:
+        node, inits = h.make_node("Split", ["x", "s"], ["a", "b"], axis=1), [init("s", np.array([2, 4], np.int64))]
+    else:
+        node, inits = h.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=2), []
+    module, _ = import_onnx(model([node], x, outs, inits, opset=opset))
+    split = ops_of(module, graph.SplitOp)[0]
+    expected = [2, 4] if opset < 18 else [3, 3]
+    assert list(split.sizes.get_values()) == expected
+    assert [result_shape(module, i) for i in (0, 1)] == [[2, expected[0]], [2, expected[1]]]
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_squeeze_unsqueeze_versions(opset):
+    if opset == 11:
+        nodes = [h.make_node("Unsqueeze", ["x"], ["u"], axes=[0, -1]), h.make_node("Squeeze", ["u"], ["y"], axes=[0])]
+        inits = []
+    else:
+        nodes = [h.make_node("Unsqueeze", ["x", "ua"], ["u"]), h.make_node("Squeeze", ["u", "sa"], ["y"])]
+        inits = [init("ua", np.array([0, -1], np.int64)), init("sa", np.array([0], np.int64))]
+    module, _ = import_onnx(model(nodes, [vi("x", T.FLOAT, ["n", 3])], [vi("y", T.FLOAT, None)], inits, opset=opset))
+    assert names(module) == ["graph.dim", "graph.reshape", "graph.reshape", "func.return"]
+    assert result_shape(module) == [Q, 3, 1]
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_slice_versions_normalize_static_and_keep_dynamic(opset):
+    if opset == 9:
+        node, inits = h.make_node("Slice", ["x"], ["y"], starts=[-3, 1], ends=[1000, 2**62], axes=[1, 0]), []
+    else:
+        node = h.make_node("Slice", ["x", "st", "en", "ax"], ["y"])
+        inits = [init("st", np.array([-3, 1])), init("en", np.array([1000, 2**62])), init("ax", np.array([1, 0]))]
+    module, _ = import_onnx(model([node], [vi("x", T.FLOAT, ["n", 5])], [vi("y", T.FLOAT, None)], inits, opset=opset))
+    s = ops_of(module, graph.SliceOp)[0]
+    assert list(s.starts.get_values()) == [1, 2]
+    assert list(s.ends.get_values()) == [2**62, 5]
+    assert result_shape(module) == [Q, 3]
+
+
+def test_slice_negative_step_static():
+    node = h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])
+    inits = [init("st", np.array([-1])), init("en", np.array([-(2**63)])), init("ax", np.array([0])), init("sp", np.array([-1]))]
+    module, _ = import_onnx(model([node], [vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, None)], inits, opset=13))
+    s = ops_of(module, graph.SliceOp)[0]
+    assert (list(s.starts.get_values()), list(s.ends.get_values())) == ([3], [-1])
+    assert result_shape(module) == [4]
+
+
+@pytest.mark.parametrize("opset", [2, 18])
+def test_pad_versions_and_negative_pads(opset):
+    if opset == 2:
+        node, inits = h.make_node("Pad", ["x"], ["y"], pads=[0, 2, 0, -1], value=1.5), []
+    else:
+        node = h.make_node("Pad", ["x", "p", "v", "ax"], ["y"])
+        inits = [init("p", np.array([2, -1])), init("v", np.array(1.5, np.float32)), init("ax", np.array([1]))]
+    module, _ = import_onnx(model([node], [vi("x", T.FLOAT, [2, 4])], [vi("y", T.FLOAT, None)], inits, opset=opset))
+    pad = ops_of(module, graph.PadOp)[0]
+    assert list(pad.pads.get_values()) == [0, 2, 0, 0]
+    assert names(module) == ["graph.pad", "graph.slice", "func.return"]
+    assert result_shape(module) == [2, 5]
+
+
+@pytest.mark.parametrize("opset", [11, 18])
+def test_reduce_axes_attribute_or_input(opset):
+    if opset == 11:
+        node, inits = h.make_node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=0), []
+    else:
+        node, inits = h.make_node("ReduceMean", ["x", "a"], ["y"], keepdims=0), [init("a", np.array([-1]))]
+    module, _ = import_onnx(model([node], [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, None)], inits, opset=opset))
+    r = ops_of(module, graph.ReduceMeanOp)[0]
+    assert list(r.axes.get_values()) == [2]
+    assert result_shape(module) == [2, 3]
+
+
+def test_conv1d_via_reshape_and_auto_pad():
+    nodes = [h.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2])]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 2, 9])], [vi("y", T.FLOAT, None)], [init("w", np.ones((3, 2, 4), np.float32))])
+    module, _ = import_onnx(m)
+    assert names(module) == ["graph.param", "graph.reshape", "graph.reshape", "graph.conv2d", "graph.reshape", "func.return"]
+    conv = ops_of(module, graph.Conv2dOp)[0]
+    # out = ceil(9/2) = 5; total pad = (5-1)*2 + 4 - 9 = 3 -> begin 1, end 2 (SAME_UPPER)
+    assert list(conv.pads.get_values()) == [0, 1, 0, 2]
+    assert result_shape(module) == [1, 3, 5]
+
+
+def test_maxpool_same_lower_and_ceil_mode():
+    nodes = [h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER")]
+    module, _ = import_onnx(model(nodes, [vi("x", T.FLOAT, [1, 1, 6, 6])], [vi("y", T.FLOAT, None)]))
+    pool = ops_of(module, graph.MaxPool2dOp)[0]
+    assert list(pool.pads.get_values()) == [1, 1, 0, 0]
+    assert result_shape(module) == [1, 1, 3, 3]
+
+
+def test_gather_negative_constant_index_normalized_and_dynamic_wrapped():
+    nodes = [h.make_node("Gather", ["x", "i"], ["y"], axis=1)]
+    m = model(nodes, [vi("x", T.FLOAT, [2, 5])], [vi("y", T.FLOAT, None)], [init("i", np.array([-1, 0], np.int64))])
+    module, _ = import_onnx(m)
+    const = ops_of(module, graph.ConstantOp)[0]
+    assert list(const.value.get_values()) == [4, 0]
+    nodes = [h.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    m = model(nodes, [vi("x", T.FLOAT, ["n", 5]), vi("i", T.INT64, [3])], [vi("y", T.FLOAT, None)])
+    module, _ = import_onnx(m)
+    assert "graph.where" in names(module) and result_shape(module) == [3, 5]
+
+
+def test_layer_norm_extra_outputs_decomposed():
+    node = h.make_node("LayerNormalization", ["x", "s"], ["y", "mean", "inv"], axis=-1)
+    m = model([node], [vi("x", T.FLOAT, [2, 4])], [vi(o, T.FLOAT, None) for o in ("y", "mean", "inv")], [init("s", np.ones(4, np.float32))])
+    module, _ = import_onnx(m)
+    assert "graph.layer_norm" in names(module) and "graph.rsqrt" in names(module)
+    assert [result_shape(module, i) for i in range(3)] == [[2, 4], [2, 1], [2, 1]]
+
+
+def test_unsupported_lists_every_problem_at_once():
+    nodes = [
+        h.make_node("Relu", ["x"], ["a"]),
+        h.make_node("NonMaxSuppression", ["a"], ["b"], name="nms"),
+        h.make_node("Pad", ["x", "p"], ["c"], mode="wrap"),
+        h.make_node("Cast", ["x"], ["d"], to=T.BFLOAT16),
+        h.make_node("Foo", ["a"], ["e"], domain="com.example"),
+        h.make_node("Relu", ["b"], ["f"]),
+    ]
+    m = h.make_model(
+        h.make_graph(nodes, "g", [vi("x", T.FLOAT, [2])], [vi(o, T.FLOAT, None) for o in "cdef"], [init("p", np.array([1, 1]))]),
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.example", 1)],
+    )
+    with pytest.raises(UnsupportedModelError) as e:
+        import_onnx(m)
+    got = {(p.op_type, p.reason) for p in e.value.problems}
+    assert got == {
+        ("NonMaxSuppression", "no importer for this op"),
+        ("Pad", "mode 'wrap'"),
+        ("Cast", "cast to bfloat16"),
+        ("Foo", "domain 'com.example' is not supported"),
+    }
+    rows = check_support(m)
+    assert ("Relu", 17, 2, None) in rows and ("Pad", 17, 1, "mode 'wrap'") in rows
+
+
+def test_bad_inputs_give_one_line_errors(tmp_path):
+    with pytest.raises(OnnxImportError, match="no such file"):
+        import_onnx(tmp_path / "missing.onnx")
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\xff\xff\xff this is not protobuf")
+    with pytest.raises(OnnxImportError, match="not a valid ONNX model"):
+        import_onnx(junk)
+    good = tmp_path / "good.onnx"
+    onnx.save(conv_add_relu(), good)
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(OnnxImportError, match="truncated.onnx"):
+        import_onnx(truncated)
+
+
+def test_declared_shape_contradicting_initializer():
+    nodes = [h.make_node("Add", ["x", "w"], ["y"])]
+    m = model(nodes, [vi("x", T.FLOAT, [3]), vi("w", T.FLOAT, [4])], [vi("y", T.FLOAT, None)], [init("w", np.ones(3, np.float32))])
+    with pytest.raises(OnnxImportError, match=r"initializer 'w' has shape \[3\] but the graph declares \[4\]"):
+        import_onnx(m)
+
+
+def test_undefined_input_names_the_node():
+    m = model([h.make_node("Relu", ["nope"], ["y"], name="r")], [], [vi("y", T.FLOAT, None)])
+    with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\): input 'nope' is not defined"):
+        import_onnx(m)
+
+
+def test_dynamic_result_types_agree_with_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"]),
+        h.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+        h.make_node("Unsqueeze", ["seq", "ax0"], ["seq1"]),
+        h.make_node("Concat", ["m1", "seq1", "four"], ["shape"], axis=0),
+        h.make_node("Reshape", ["x", "shape"], ["r"]),
+        h.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+        h.make_node("MatMul", ["t", "w"], ["y"]),
+    ]
+    inits = [
+        init("one", np.array(1, np.int64)), init("ax0", np.array([0], np.int64)),
+        init("m1", np.array([-1], np.int64)), init("four", np.array([4], np.int64)),
+        init("w", np.ones((5, 2), np.float32)),
+    ]
+    m = model(nodes, [vi("x", T.FLOAT, ["batch", "seq", 4])], [vi("y", T.FLOAT, None)], inits)
+    module, _ = import_onnx(m)
+    ours = result_shape(module)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch, seq in ((1, 5), (3, 5)):
+        (y,) = sess.run(None, {"x": np.zeros((batch, seq, 4), np.float32)})
+        assert len(ours) == y.ndim
+        assert all(d == Q or d == s for d, s in zip(ours, y.shape)), (ours, y.shape)
