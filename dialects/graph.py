@@ -636,7 +636,7 @@ class MinOp(_BinaryOp):
 
 @irdl_op_definition
 class ModOp(_BinaryOp):
-    """Elementwise remainder: sign of the divisor (Python %), or of the dividend with `{fmod = true}` (C fmod)."""
+    """Elementwise remainder, with the divisor's sign (Python %) or the dividend's (C fmod, floats)."""
 
     name = "graph.mod"
 
@@ -1437,7 +1437,9 @@ class LRNOp(IRDLOperation):
         _check_valid_shape(self)
         _check_element_kind(_elt(self.input), "float", "input")
         if len(_shape(self.input)) < 2:
-            raise VerifyException(f"input must have rank >= 2 (N, C, ...), got {format_shape(_shape(self.input))}")
+            raise VerifyException(
+                f"input must have rank >= 2 (N, C, ...), got {format_shape(_shape(self.input))}"
+            )
         if self.size.value.data < 1:
             raise VerifyException(f"size must be >= 1, got {self.size.value.data}")
 
@@ -1754,8 +1756,10 @@ class SliceOp(IRDLOperation):
 
 @irdl_op_definition
 class SplitOp(IRDLOperation):
-    """Split along `axis` into pieces of `sizes`; a -1 size is `?`: the -1 pieces share what the
-    static sizes leave as ONNX `num_outputs` does (each ceil(rest/k), the last one the remainder).
+    """Split along `axis` into one result per entry of `sizes`.
+
+    A -1 size is `?`: the -1 pieces share what the static sizes leave, as ONNX `num_outputs` does
+    (each gets ceil(rest / k), the last one the remainder).
 
     %a, %b = graph.split %x axis 1 sizes [2, 2] : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xf32>
     """
@@ -1879,7 +1883,7 @@ class WhereOp(IRDLOperation):
 
 @irdl_op_definition
 class CastOp(IRDLOperation):
-    """Elementwise conversion to another element type, same shape: `graph.cast %x : tensor<4xf32> -> tensor<4xi64>`."""
+    """Elementwise conversion to another element type: `graph.cast %x : tensor<4xf32> -> tensor<4xi64>`."""
 
     name = "graph.cast"
 
@@ -1901,8 +1905,10 @@ class CastOp(IRDLOperation):
 
 @irdl_op_definition
 class PadOp(IRDLOperation):
-    """Pad each dim by pads[i] before and pads[rank + i] after (negative crops); mode constant
-    (with `value`), reflect or edge: `graph.pad %x pads [0, 1, 0, 1] : tensor<2x2xf32> -> tensor<2x4xf32>`."""
+    """Pad dim i by pads[i] before and pads[rank + i] after (negative crops), constant/reflect/edge.
+
+    %y = graph.pad %x pads [0, 1, 0, 1] mode "reflect" : tensor<2x2xf32> -> tensor<2x4xf32>
+    """
 
     name = "graph.pad"
 
@@ -2150,8 +2156,10 @@ class FromDimsOp(IRDLOperation):
 
 @irdl_op_definition
 class CallKernelOp(IRDLOperation):
-    """Run the loop kernel @callee on `args`, into fresh result buffers (the call_tir boundary);
-    one `index` dims operand per `?` over all results, in order.
+    """Run the loop kernel @callee on `args` into fresh result buffers (the call_tir boundary).
+
+    The kernel takes the args then one output buffer per result (destination-passing style). There
+    is one `index` dims operand per `?` over all result types, in order.
 
     %y = graph.call_kernel @k(%a, %b) dims(%n) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
     """
