@@ -329,7 +329,7 @@ class Importer:
         return Value(onnx_type, [DYNAMIC if d < 0 else d for d in t.get_shape()], ssa=ssa)
 
     def from_const(self, array: np.ndarray, *, is_weight: bool = False, name: str = "") -> Value:
-        array = np.asarray(array)
+        array = np.asanyarray(array)  # keeps np.memmap views of external data
         if array.dtype not in _NP_TO_ONNX:
             raise Unsupported(f"dtype {array.dtype}")
         return Value(_NP_TO_ONNX[array.dtype], list(array.shape), const=array, is_weight=is_weight, name=name)
