@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         _support_table(sorted((op, o, n, r) for (op, o, r), n in counts.items()), sys.stderr)
         return 1
     except OnnxImportError as e:
-        sys.stderr.write(f"{prog}: error: {e}\n")
+        msg = str(e)
+        if not msg.startswith(args.model):
+            msg = f"{args.model}: {msg}"
+        sys.stderr.write(f"{prog}: error: {msg}\n")
         return 1
 
     if params and not args.embed_weights:
