@@ -35,7 +35,6 @@ from minimlir.frontend.onnx_import import (
     Unsupported,
     Value,
     element_type,
-    numpy_dtype_of,
     onnx_dtype_name,
 )
 
@@ -429,7 +428,7 @@ def emit_constant(n: NodeView) -> list:
     else:
         raise Unsupported("no value attribute")
     v = cx.from_const(array, is_weight=True, name=n.proto.output[0])
-    cx._weight_locs.setdefault(v.name, cx.loc)
+    cx.weight_locs.setdefault(v.name, cx.loc)
     return [v]
 
 
@@ -1170,5 +1169,3 @@ def emit_argmax(n: NodeView) -> list:
         )
     ]
 
-
-_ = (TensorType, numpy_dtype_of)  # re-exported helpers used by tests

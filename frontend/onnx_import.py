@@ -47,7 +47,7 @@ Inputs and outputs also carry their ONNX name as `graph.name`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -307,6 +307,8 @@ class Importer:
     loc: Attribute | None = None
     _index_consts: dict[int, SSAValue] = field(default_factory=dict)
     _dims: dict[tuple[SSAValue, int], SSAValue] = field(default_factory=dict)
+    weight_locs: dict[str, Attribute] = field(default_factory=dict)
+    """Location of each weight (initializer or Constant node), used when it is materialized."""
 
     # ---- emitting
 
@@ -378,8 +380,8 @@ class Importer:
             op = graph.ParamOp(name, ttype)
         else:
             op = graph.ConstantOp(dense_attr(array, ttype))
-        if v.is_weight and v.name in self._weight_locs:
-            saved, self.loc = self.loc, self._weight_locs[v.name]
+        if v.is_weight and v.name in self.weight_locs:
+            saved, self.loc = self.loc, self.weight_locs[v.name]
             try:
                 return self.emit1(op)
             finally:
@@ -487,7 +489,6 @@ class Importer:
         array = np.array(value, dtype=numpy_dtype_of(elem))
         return self.emit1(graph.ConstantOp(dense_attr(array, TensorType(elem, []))))
 
-    _weight_locs: dict[str, Attribute] = field(default_factory=dict)
 
 
 def dense_attr(array: np.ndarray, ttype: TensorType) -> DenseIntOrFPElementsAttr:
@@ -626,7 +627,7 @@ def _build(cx: Importer) -> ModuleOp:
                     f"graph declares {onnx_dtype_name(d[0])}"
                 )
         cx.values[init.name] = cx.from_const(array, is_weight=True, name=init.name)
-        cx._weight_locs[init.name] = _location(init.name, cx.file_label, 0)
+        cx.weight_locs[init.name] = _location(init.name, cx.file_label, 0)
 
     # Function arguments: graph inputs that are not initializers.
     arg_types: list[Attribute] = []
@@ -761,5 +762,3 @@ def _drop_dead_ops(block: Block) -> None:
                 block.erase_op(op)
                 changed = True
 
-
-Emitter = Callable[[NodeView], list]
