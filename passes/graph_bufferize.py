@@ -242,10 +242,11 @@ class _FunctionBufferizer:
             idx = [arith.ConstantOp(IntegerAttr(k, IndexType())) for k in range(max(shape, default=0))]
             ops += idx
             consts: dict[Attribute, arith.ConstantOp] = {}
-            for flat, attr in enumerate(attrs):
+            for attr in attrs:
                 if attr not in consts:
                     consts[attr] = arith.ConstantOp(attr)
                     ops.append(consts[attr])
+            for flat, attr in enumerate(attrs):
                 pos, rest = [], flat
                 for d in reversed(shape):
                     pos.append(idx[rest % d])
@@ -334,13 +335,18 @@ class _FunctionBufferizer:
         self.results = claimed
 
     def _insert_deallocs(self) -> None:
+        after: dict[Operation, Operation] = {}  # last use -> the last dealloc placed after it
         for alloc in self.owned:
             if alloc.result in self.results:
                 continue
             last = last_use_in_block(alloc.result, self.block) or alloc
-            at = InsertPoint.before(last) if isinstance(last, func.ReturnOp) else InsertPoint.after(last)
             dealloc = mem.DeallocOp(alloc.result)
             dealloc.location = alloc.location
+            if isinstance(last, func.ReturnOp):
+                at = InsertPoint.before(last)
+            else:
+                at = InsertPoint.after(after.get(last, last))
+                after[last] = dealloc
             self.rewriter.insert(dealloc, at)
 
     def _update_signature(self, n_args: int, ret: func.ReturnOp) -> None:
