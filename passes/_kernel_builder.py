@@ -111,6 +111,44 @@ class Emitter:
             acc = self.iadd(acc, self.imul(value, coeff))
         return acc
 
+    # Non-affine index helpers (folded when constant): window counts, clamped/guarded loads,
+    # run-time slice bounds. Use them at the kernel level (symbols) or for values, not for the
+    # indices of accesses the schedule primitives should analyse.
+
+    def _ifold(self, a: Index, b: Index, fn, op_cls: type[Operation]) -> Index:
+        ca, cb = self.kb.const_value(a), self.kb.const_value(b)
+        if ca is not None and cb is not None:
+            return fn(ca, cb)
+        return self.emit(op_cls(self.index(a), self.index(b)))  # type: ignore[call-arg]
+
+    def imin(self, a: Index, b: Index) -> Index:
+        return self._ifold(a, b, min, arith.MinSIOp)
+
+    def imax(self, a: Index, b: Index) -> Index:
+        return self._ifold(a, b, max, arith.MaxSIOp)
+
+    def ifloordiv(self, a: Index, b: Index) -> Index:
+        if self.kb.const_value(b) == 1:
+            return a
+        return self._ifold(a, b, lambda x, y: x // y, arith.FloorDivSIOp)
+
+    def iceildiv(self, a: Index, b: Index) -> Index:
+        if self.kb.const_value(b) == 1:
+            return a
+        return self._ifold(a, b, lambda x, y: -(-x // y), arith.CeilDivSIOp)
+
+    def iclamp(self, a: Index, lo: Index, hi: Index) -> Index:
+        """min(max(a, lo), hi)."""
+        return self.imin(self.imax(a, lo), hi)
+
+    def icmp(self, pred: str, a: Index, b: Index) -> SSAValue:
+        """Signed index compare (pred in eq/ne/lt/le/gt/ge) -> i1."""
+        ipred = pred if pred in ("eq", "ne") else "s" + pred
+        return self.emit(arith.CmpiOp(self.index(a), self.index(b), ipred))
+
+    def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.AndIOp(a, b))
+
     # -- element arithmetic ----------------------------------------------------------------
 
     def const(self, value: float | int | bool, t: Attribute) -> SSAValue:

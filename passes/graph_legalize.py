@@ -99,6 +99,6 @@ class GraphLegalizePass(ModulePass):
                 call.location = g_op.location
                 Rewriter.insert_op(call, InsertPoint.before(g_op))
                 for old, new in zip(g_op.results, call.results):
-                    old.replace_by(new)
+                    old.replace_all_uses_with(new)
                 g_op.detach()
                 g_op.erase()
