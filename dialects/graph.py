@@ -2155,6 +2155,34 @@ class FromDimsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ExtractOp(IRDLOperation):
+    """The single element of a 0-d tensor as a scalar: `%s = graph.extract %t : tensor<f32> -> f32`.
+
+    Graph-level shape functions use it to read run-time values (graph.range's length).
+    """
+
+    name = "graph.extract"
+
+    input = operand_def(TensorType)
+    result = result_def()
+
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[_elt(input)])
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        if len(_shape(self.input)) != 0:
+            raise VerifyException(f"input must be a 0-d tensor, got {self.input.type}")
+        if self.result.type != _elt(self.input):
+            raise VerifyException(
+                f"result type {self.result.type} must be the element type {_elt(self.input)}"
+            )
+
+
+@irdl_op_definition
 class CallKernelOp(IRDLOperation):
     """Run the loop kernel @callee on `args` into fresh result buffers (the call_tir boundary).
 
@@ -2204,7 +2232,7 @@ Graph = Dialect(
         SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp, LRNOp,
         ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ArgMaxOp,
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, GatherOp, WhereOp, CastOp, PadOp,
-        BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp,
+        BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
     ],
     [],

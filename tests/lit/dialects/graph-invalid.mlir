@@ -582,6 +582,18 @@
 
 // -----
 
+%0 = "test.op"() : () -> (tensor<2xf32>)
+// expected-error @+1 {{input must be a 0-d tensor, got tensor<2xf32>}}
+%r = "graph.extract"(%0) : (tensor<2xf32>) -> f32
+
+// -----
+
+%0 = "test.op"() : () -> (tensor<f32>)
+// expected-error @+1 {{result type i64 must be the element type f32}}
+%r = "graph.extract"(%0) : (tensor<f32>) -> i64
+
+// -----
+
 %0, %1 = "test.op"() : () -> (tensor<?x4xf32>, index)
 // expected-error @+1 {{expected 2 dims operand(s), one per `?` in the result type(s), got 1}}
 %r:2 = "graph.call_kernel"(%0, %1) <{callee = @k, operandSegmentSizes = array<i32: 1, 1>}> : (tensor<?x4xf32>, index) -> (tensor<?x4xf32>, tensor<?xf32>)

@@ -322,6 +322,17 @@ func.func @shape_ops(%x: tensor<?x4xf32>, %s: tensor<i64>, %l: tensor<i64>, %d: 
   func.return
 }
 
+// CHECK-LABEL: func.func @extract
+// CHECK-SAME:    (%[[T:.*]]: tensor<f32>, %[[I:.*]]: tensor<i64>)
+// CHECK-NEXT:    %[[F:.*]] = graph.extract %[[T]] : tensor<f32> -> f32
+// CHECK-NEXT:    %[[N:.*]] = graph.extract %[[I]] : tensor<i64> -> i64
+// CHECK-NEXT:    func.return %[[F]], %[[N]] : f32, i64
+func.func @extract(%t: tensor<f32>, %i: tensor<i64>) -> (f32, i64) {
+  %f = graph.extract %t : tensor<f32> -> f32
+  %n = graph.extract %i : tensor<i64> -> i64
+  func.return %f, %n : f32, i64
+}
+
 // CHECK-LABEL: func.func @call_kernel
 // CHECK-SAME:    (%[[A:.*]]: tensor<?x4xf32>, %[[B:.*]]: tensor<4xf32>)
 // CHECK-NEXT:    %[[N:.*]] = graph.dim %[[A]], 0 : tensor<?x4xf32>
