@@ -6,15 +6,30 @@ does not reach `func.return`. Function arguments, params, result buffers and sta
 planned. A buffer lives from its `mem.alloc` to the last op that uses it or any memref derived from it
 (a `mem.view` of it extends its life to the view's last use); `mem.dim` is not a use.
 
-    %a = mem.alloc() : memref<16xf32>                %arena = mem.arena : memref<128xi8>
-    func.call @k1(%x, %a)                             %c0 = arith.constant 0 : index
-    %b = mem.alloc() : memref<16xf32>                 %a = mem.slot %arena[%c0] {mem.offset = 0 : i64, mem.size = 64 : i64} : …
-    func.call @k2(%a, %b)                     ==>     func.call @k1(%x, %a)
-    mem.dealloc %a                                    %c64 = arith.constant 64 : index
-    %c = mem.alloc() : memref<16xf32>                 %b = mem.slot %arena[%c64] {mem.offset = 64 : i64, mem.size = 64 : i64} : …
-    func.call @k3(%b, %c)                             func.call @k2(%a, %b)
-    mem.dealloc %b                                    %c = mem.slot %arena[%c0] {mem.offset = 0 …}   (reuses %a's bytes)
-    ...                                               ...  mem.dealloc %arena  (before func.return)
+    %a = mem.alloc() : memref<16xf32>
+    func.call @k1(%x, %a)
+    %b = mem.alloc() : memref<16xf32>
+    func.call @k2(%a, %b)
+    mem.dealloc %a : memref<16xf32>
+    %c = mem.alloc() : memref<16xf32>
+    func.call @k3(%b, %c)
+    mem.dealloc %b : memref<16xf32>
+    ...
+    ==>
+    %arena = mem.arena : memref<128xi8>
+    %off0 = arith.constant 0 : index
+    %a = mem.slot %arena[%off0] {mem.offset = 0 : i64, mem.size = 64 : i64}
+           : memref<128xi8> -> memref<16xf32>
+    func.call @k1(%x, %a)
+    %off64 = arith.constant 64 : index
+    %b = mem.slot %arena[%off64] {mem.offset = 64 : i64, mem.size = 64 : i64} : …
+    func.call @k2(%a, %b)
+    %off0_1 = arith.constant 0 : index
+    %c = mem.slot %arena[%off0_1] {mem.offset = 0 : i64, mem.size = 64 : i64} : …  (%a's bytes)
+    func.call @k3(%b, %c)
+    ...
+    mem.dealloc %arena : memref<128xi8>
+    func.return …
 
 Slot offsets are multiples of max(`alignment` (default 64, at most 64: the arena's own alignment), the
 largest `alignment` a planned alloc asks for); allocs asking for more than 64 stay on the heap.
@@ -55,7 +70,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
