@@ -14,6 +14,10 @@ class NamedPipeline(NamedTuple):
 
 
 PIPELINES: dict[str, NamedPipeline] = {
+    "graph-fuse-legalize": NamedPipeline(
+        "graph-fuse,graph-legalize,loop-fuse",
+        "Fusion then legalization (TVM's FuseOps, LegalizeOps, FuseTIR): one kernel per fusion group.",
+    ),
     "cleanup": NamedPipeline(
         "canonicalize,cse,dce", "Generic cleanup: canonicalize, then CSE, then dead code elimination."
     ),
