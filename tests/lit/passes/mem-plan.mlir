@@ -1,4 +1,6 @@
 // RUN: mini-opt %s -p mem-plan --verify-diagnostics | filecheck %s
+// RUN: not mini-opt %s -p 'mem-plan{alignment=128}' 2>&1 | filecheck %s --check-prefix=ALIGN
+// ALIGN: error: mem-plan: alignment must be a power of two <= 64 (the arena's own alignment), got 128
 
 func.func private @k(%a: memref<16xf32>, %b: memref<16xf32>) attributes {loop.kernel} {
   func.return
