@@ -29,6 +29,8 @@ non-tensor values (arith on index). The pass turns it into mem IR (LOWERING.md, 
 - `graph.call_kernel @k(ins) dims(ds)` becomes one `mem.alloc` per result (taking its share of `ds`)
   and `func.call @k(ins..., outs...)`; the callee must exist and take exactly those buffer types;
 - `graph.reshape` becomes a zero-copy `mem.view`, `graph.dim` becomes `mem.dim`;
+- `graph.from_dims(%d…)` becomes a `mem.alloc` of i64 with one `mem.store` per (index_cast) dim,
+  `graph.extract %t` a `mem.load %t[]` (graph-legalize keeps both: they move index/scalar values);
 - each returned buffer is a kernel-output `mem.alloc` tagged `mem.result_slot = i : i64`; anything
   else (an argument, a param, a constant, a view, a buffer already returned at an earlier position)
   is copied into a fresh tagged `mem.alloc` just before the return;
@@ -52,6 +54,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -71,7 +74,10 @@ from minimlir.passes._diagnostics import emit_error, emit_warning
 RESULT_SLOT_ATTR = "mem.result_slot"
 PARAM_ATTR = "mem.param"
 
-_HANDLED = (graph.ParamOp, graph.ConstantOp, graph.CallKernelOp, graph.ReshapeOp, graph.DimOp)
+_HANDLED = (
+    graph.ParamOp, graph.ConstantOp, graph.CallKernelOp, graph.ReshapeOp, graph.DimOp,
+    graph.FromDimsOp, graph.ExtractOp,
+)
 
 
 def memref_of(typ: Attribute) -> Attribute:
@@ -183,6 +189,11 @@ class _FunctionBufferizer:
             case graph.DimOp():
                 dim = mem.DimOp(op.input, op.index.value.data)
                 self._replace(op, [dim], [dim.result])
+            case graph.ExtractOp():
+                load = mem.LoadOp(op.input, [], op.result.type)
+                self._replace(op, [load], [load.result])
+            case graph.FromDimsOp():
+                self._from_dims(op)
             case _:
                 pass
 
@@ -265,6 +276,20 @@ class _FunctionBufferizer:
             self._replace(op, [], [buf.results[0]])
         else:
             self._replace(op, ops, [buf.results[0]])
+
+    def _from_dims(self, op: graph.FromDimsOp) -> None:
+        # A fresh heap buffer like a kernel output (so it may be returned), one store per dim.
+        typ = memref_of(op.result.type)
+        assert isinstance(typ, MemRefType)
+        buf = mem.AllocOp(typ)
+        ops: list[Operation] = [buf]
+        for k, d in enumerate(op.dims):
+            pos = arith.ConstantOp(IntegerAttr(k, IndexType()))
+            val = arith.IndexCastOp(d, IntegerType(64))
+            ops += [pos, val, mem.StoreOp(val, buf, [pos])]
+        self.owned.append(buf)
+        self.kernel_outputs.add(buf.result)
+        self._replace(op, ops, [buf.result])
 
     def _call_kernel(self, op: graph.CallKernelOp) -> None:
         outs: list[mem.AllocOp] = []

@@ -34,7 +34,12 @@ from minimlir.passes._kernel_builder import KernelBuilder
 from minimlir.passes._legalize_common import LEGALIZATIONS, GraphDims
 
 # Ops that stay at the graph level after legalization.
-KEPT = (graph.ParamOp, graph.ConstantOp, graph.DimOp, graph.ReshapeOp, graph.CallKernelOp)
+# graph.from_dims and graph.extract move index / scalar values between the graph level and
+# tensors: kernels take memrefs only, so graph-bufferize lowers them (stores / a load).
+KEPT = (
+    graph.ParamOp, graph.ConstantOp, graph.DimOp, graph.ReshapeOp, graph.CallKernelOp,
+    graph.FromDimsOp, graph.ExtractOp,
+)
 
 
 def _load_legalizations() -> None:

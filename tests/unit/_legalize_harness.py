@@ -343,6 +343,10 @@ class _Interpreter:
             env[op.result] = np.asarray(self.params[name], dtype=np_dtype(op.result.type.get_element_type()))
         elif isinstance(op, graph.ConstantOp):
             env[op.result] = _dense(op.value, op.result.type)
+        elif isinstance(op, graph.ExtractOp):
+            env[op.result] = _as(np.asarray(g(op.input))[()], op.result.type)
+        elif isinstance(op, graph.FromDimsOp):
+            env[op.result] = np.array([int(g(d)) for d in op.dims], dtype=np.int64)
         # loops
         elif isinstance(op, loop.ForOp):
             lb, ub, st = int(g(op.lb)), int(g(op.ub)), int(g(op.step))

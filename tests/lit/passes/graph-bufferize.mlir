@@ -162,6 +162,27 @@ func.func @dynamic_shape_function(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   func.return %r : tensor<?x4xf32>
 }
 
+// graph.from_dims: an i64 buffer with one store per dim (returned: the result buffer itself);
+// graph.extract: a load of the 0-d buffer.
+// CHECK-LABEL: func.func @from_dims_and_extract
+// CHECK-SAME:    (%[[X:.*]]: memref<?x4xf32>, %[[S:.*]]: memref<i64>) -> (memref<2xi64>, i64) {
+// CHECK-NEXT:    %[[N:.*]] = mem.dim %[[X]], 0
+// CHECK-NEXT:    %[[B:.*]] = mem.alloc() {mem.result_slot = 0 : i64} : memref<2xi64>
+// CHECK-NEXT:    %[[C0:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[D0:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK-NEXT:    mem.store %[[D0]], %[[B]][%[[C0]]] : i64, memref<2xi64>
+// CHECK-NEXT:    %[[C1:.*]] = arith.constant 1 : index
+// CHECK-NEXT:    %[[D1:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK-NEXT:    mem.store %[[D1]], %[[B]][%[[C1]]] : i64, memref<2xi64>
+// CHECK-NEXT:    %[[E:.*]] = mem.load %[[S]][] : memref<i64> -> i64
+// CHECK-NEXT:    func.return %[[B]], %[[E]] : memref<2xi64>, i64
+func.func @from_dims_and_extract(%x: tensor<?x4xf32>, %s: tensor<i64>) -> (tensor<2xi64>, i64) {
+  %n = graph.dim %x, 0 : tensor<?x4xf32>
+  %d = graph.from_dims(%n, %n) : tensor<2xi64>
+  %e = graph.extract %s : tensor<i64> -> i64
+  func.return %d, %e : tensor<2xi64>, i64
+}
+
 // Kernels are left alone.
 // CHECK-LABEL: func.func private @k_after(%{{.*}}: memref<4xf32>) attributes {loop.kernel} {
 // CHECK-NEXT:    func.return
