@@ -493,7 +493,7 @@ def interpret_kernels(
     """Execute `func_name` (default: the first non-kernel function) of a legalized module."""
     interp = _Interpreter(module, params)
     name = func_name or _entry_name(module)
-    args = [np.ascontiguousarray(x) for x in inputs] if not loop.is_kernel(interp.funcs.get(name)) else list(inputs)
+    args = [np.asarray(x, order="C") for x in inputs] if not loop.is_kernel(interp.funcs.get(name)) else list(inputs)
     results = interp.call(name, args)
     if loop.is_kernel(interp.funcs[name]):
         return list(inputs)
