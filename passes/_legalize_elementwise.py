@@ -47,7 +47,15 @@ class BroadcastPlan:
     inside the block.
     """
 
-    def __init__(self, kb: KernelBuilder, operands: Sequence[SSAValue], result: SSAValue):
+    def __init__(
+        self,
+        kb: KernelBuilder,
+        operands: Sequence[SSAValue],
+        result: SSAValue,
+        others: Sequence[Sequence[int]] = (),
+    ):
+        """`others`: shapes of further values that take part in the broadcast but are read
+        elsewhere (e.g. the data tensor of layer_norm, which scale broadcasts *to*)."""
         self.kb = kb
         out_t = result.type
         assert isinstance(out_t, MemRefType)
@@ -66,7 +74,7 @@ class BroadcastPlan:
                 i = j + off
                 if d == 1 or (d < 0 and out_shape[i] == 1):
                     entries.append(("zero",))
-                elif d >= 0 or self._sole_provider(shapes, k, i, rank):
+                elif d >= 0 or self._sole_provider([*shapes, *others], k, i, rank):
                     entries.append(("iv", i))
                 else:
                     entries.append(("sel", i, self._selector(buf, j)))
