@@ -26,7 +26,7 @@ and the input channel g*C/G + ci, both affine; depthwise drops the unit oc / ci 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, TensorType
@@ -159,21 +159,22 @@ class _Window:
     def __init__(self, kb: KernelBuilder, size: Index, out: Index, kernel: Index, stride: int,
                  dilation: int, pad_begin: int, pad_end: int, ceil_mode: bool = False):
         self.size, self.stride, self.dilation, self.pad_begin = size, stride, dilation, pad_begin
-        self.last = kb.top.isub(size, 1)  # a kernel-level symbol, for clamping
         self.needs_lo = pad_begin > 0
         if all(isinstance(v, int) for v in (size, out, kernel)):
             last = (out - 1) * stride + (kernel - 1) * dilation - pad_begin  # type: ignore[operator]
             self.needs_hi = last > size - 1  # type: ignore[operator]
         else:
             self.needs_hi = pad_end > 0 or ceil_mode
+        # size - 1, a kernel-level symbol for clamping (emitted before the nest, only if needed)
+        self.last = kb.top.isub(size, 1) if self.needs_hi else None
 
     def index(self, b: Emitter, o: SSAValue, k: SSAValue) -> Index:
         return b.affine([(o, self.stride), (k, self.dilation)], -self.pad_begin)
 
 
 def _guarded_load(b: Emitter, buf: SSAValue, lead: Sequence[Index], taps: Sequence[Index],
-                  windows: Sequence[_Window], fill: SSAValue) -> SSAValue:
-    """buf[lead…, taps…] if every tap is inside the input, else `fill`; the load itself uses
+                  windows: Sequence[_Window], fill: Callable[[], SSAValue]) -> SSAValue:
+    """buf[lead…, taps…] if every tap is inside the input, else `fill()`; the load itself uses
     clamped indices so it never reads out of bounds."""
     cond: SSAValue | None = None
     idx: list[Index] = []
@@ -191,7 +192,7 @@ def _guarded_load(b: Emitter, buf: SSAValue, lead: Sequence[Index], taps: Sequen
         lo = b.imax(t, 0) if w.needs_lo else t
         idx.append(b.imin(lo, w.last) if w.needs_hi else lo)
     v = b.load(buf, [*lead, *idx])
-    return v if cond is None else b.select(cond, v, fill)
+    return v if cond is None else b.select(cond, v, fill())
 
 
 def _window_out_dim(g: GraphDims, size: Index, kernel: Index, stride: int, pb: int, pe: int,
@@ -285,7 +286,7 @@ class LegalizeConv2d(Legalization):
             v = dict(zip(names, vs))
             co, c_in, ci = channels(e, vs)
             taps = [wins[s].index(e, v[("oh", "ow")[s]], v[("kh", "kw")[s]]) for s in range(2)]
-            xv = _guarded_load(e, x, [v["n"], c_in], taps, wins, e.const(0, t))
+            xv = _guarded_load(e, x, [v["n"], c_in], taps, wins, lambda: e.const(0, t))
             wv = e.load(w, [co, ci, v["kh"], v["kw"]])
             out_idx = [v["n"], co, v["oh"], v["ow"]]
             acc = e.load(y, out_idx)
@@ -338,7 +339,7 @@ class LegalizeMaxPool2d(_LegalizePool2d):
         with kb.nest("max_pool2d", extents, kinds, init=init) as (e, vs):
             n, c, oh, ow, ikh, ikw = vs
             taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
-            xv = _guarded_load(e, x, [n, c], taps, wins, _lowest(t, e))
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: _lowest(t, e))
             e.store(e.max(e.load(y, vs[:4]), xv), y, vs[:4])
 
 
@@ -364,7 +365,7 @@ class LegalizeAvgPool2d(_LegalizePool2d):
         with kb.nest("avg_pool2d_sum", extents, kinds, init=init) as (e, vs):
             n, c, oh, ow, ikh, ikw = vs
             taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
-            xv = _guarded_load(e, x, [n, c], taps, wins, e.const(0, t))
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: e.const(0, t))
             e.store(e.add(e.load(y, vs[:4]), xv), y, vs[:4])
 
         with kb.nest("avg_pool2d", kb.dims(y)) as (e, vs):
