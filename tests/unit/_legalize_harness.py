@@ -271,7 +271,8 @@ class _Interpreter:
         self.module = module
         self.params = params or {}
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
-        self.freed: set[int] = set()
+        # id -> the freed array itself: holding it keeps its id from being reused by a new array
+        self.freed: dict[int, np.ndarray] = {}
 
     # -- values ------------------------------------------------------------------------------
 
@@ -392,7 +393,7 @@ class _Interpreter:
             env[op.result] = _fresh(_shape(t, [g(d) for d in op.dims]), np_dtype(t.get_element_type()))
         elif isinstance(op, mem.DeallocOp):
             buf = g(op.memref)
-            self.freed.add(id(buf))
+            self.freed[id(buf)] = buf
         elif isinstance(op, mem.DimOp):
             env[op.result] = int(g(op.source).shape[op.index.value.data])
         elif isinstance(op, mem.ViewOp):
