@@ -9,7 +9,7 @@
     OUT_EWISE_FUSABLE  complex op whose elementwise       conv2d, matmul, max/avg pool
                     consumers can run in its output loop
     OPAQUE          never fused                           param, constant, dim, call_kernel,
-                                                          shape, from_dims, range, lrn
+                                                          shape, from_dims, extract, range, lrn
 
 The order matters: `max` of two kinds is the kind of a path through both (TVM's CombinePattern).
 graph-fuse uses `op_pattern(op)` for an op and `edge_pattern(consumer, operand)` for one input
@@ -79,7 +79,7 @@ PATTERNS: dict[OpPattern, tuple[type[Operation], ...]] = {
     ),
     OpPattern.OPAQUE: (
         graph.ParamOp, graph.ConstantOp, graph.DimOp, graph.CallKernelOp, graph.ShapeOp,
-        graph.FromDimsOp, graph.RangeOp, graph.LRNOp,
+        graph.FromDimsOp, graph.ExtractOp, graph.RangeOp, graph.LRNOp,
     ),
 }
 

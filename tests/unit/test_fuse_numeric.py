@@ -146,3 +146,21 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 @pytest.mark.parametrize("depth,calls", [(7, 1), (2, 3), (1, 5)])
 def test_max_depth(depth, calls):
     check(CHAIN, [rand(2, 3)], calls, max_depth=depth)
+
+
+SCALE_SOFTMAX = """
+func.func @main(%x: tensor<?x7xf32>, %s: tensor<7xf32>, %g: tensor<7xf32>) -> tensor<?x7xf32> {
+  %m = graph.mul %x, %s : (tensor<?x7xf32>, tensor<7xf32>) -> tensor<?x7xf32>
+  %p = graph.softmax %m axis 1 : tensor<?x7xf32>
+  %q = graph.layer_norm %x, %g axis 1 epsilon 1.0e-05 : (tensor<?x7xf32>, tensor<7xf32>) -> tensor<?x7xf32>
+  %r = graph.add %p, %q : (tensor<?x7xf32>, tensor<?x7xf32>) -> tensor<?x7xf32>
+  func.return %r : tensor<?x7xf32>
+}
+"""
+
+
+def test_reductions_absorb_elementwise_inputs():
+    # mul -> softmax is one kernel (softmax's own scratch buffers come along); layer_norm and
+    # the final add stay alone: a reduction does not fuse into its consumers.
+    module = check(SCALE_SOFTMAX, [rand(3, 7), rand(7), rand(7)], 3)
+    assert kernel_calls(module)[0].startswith("fused_mul_softmax")
