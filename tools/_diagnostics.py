@@ -249,7 +249,9 @@ class DiagnosticEngine:
             return
         text = render(diag, self.source)
         for note in diag.notes:
-            text += render(note, self.source)
+            # A note at the position just shown (MLIR's "see current operation") needs no second snippet.
+            same = position_of(note) is not None and position_of(note) == position_of(diag)
+            text += render(note, None if same else self.source)
         self.stream.write(text)
         self.stream.flush()
 

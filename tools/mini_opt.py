@@ -118,7 +118,9 @@ def pass_summary(cls: type) -> str:
     for line in (doc or "").strip().splitlines():
         if line.strip():
             return line.strip()
-    return ""
+    # No docstring anywhere (xDSL's cse, dce): the class name is the best description left.
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", cls.__name__.removesuffix("Pass"))
+    return " ".join(words).capitalize() + "." if words else ""
 
 
 # --- parsing with source locations --------------------------------------------------------------------
@@ -286,10 +288,37 @@ class MiniOptMain(xDSLOptMain):
         a("--no-implicit-module", action="store_true", help="the input must be a builtin.module")
         a("--disable-verify", "--mlir-disable-verify", dest="disable_verify", action="store_true",
           help="do not verify the IR after parsing and after each pass")
+        a("--load-pass-plugin", action="append", default=[], metavar="FILE.py",
+          help="register the passes defined in a Python file (repeatable)")
         a("--debug-crash", action="store_true", help="print the Python traceback when a pass crashes")
         a("-t", "--target", default="mlir", help=argparse.SUPPRESS)
         a("-f", "--frontend", default=None, help=argparse.SUPPRESS)
         a("-v", "--version", action="version", version=f"mini-opt {_version()} (xDSL {_version('xdsl')})")
+
+    def load_pass_plugins(self) -> None:
+        """--load-pass-plugin: every concrete ModulePass defined in the file becomes available."""
+        import importlib.util
+
+        for i, path in enumerate(self.args.load_pass_plugin):
+            if not os.path.isfile(path):
+                raise PipelineError(f"--load-pass-plugin: no such file '{path}'")
+            try:
+                spec = importlib.util.spec_from_file_location(f"_mini_opt_plugin_{i}", path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module  # dataclasses look their module up
+                spec.loader.exec_module(module)
+            except Exception as e:
+                raise PipelineError(f"--load-pass-plugin: failed to load '{path}': {type(e).__name__}: {e}") from None
+            for obj in vars(module).values():
+                if (
+                    inspect.isclass(obj)
+                    and issubclass(obj, ModulePass)
+                    and obj.__module__ == module.__name__
+                    and not inspect.isabstract(obj)
+                    and isinstance(getattr(obj, "name", None), str)
+                ):
+                    self.register_pass(obj.name, lambda c=obj: c)
 
     # -- listing -----------------------------------------------------------------------------------------
 
@@ -354,6 +383,11 @@ class MiniOptMain(xDSLOptMain):
 
     def run(self) -> int:  # pyright: ignore[reportIncompatibleMethodOverride]
         args = self.args
+        try:
+            self.load_pass_plugins()
+        except PipelineError as e:
+            sys.stderr.write(e.render())
+            return 1
         if args.list_passes:
             self.list_passes(sys.stdout)
             return 0
