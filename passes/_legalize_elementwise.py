@@ -258,11 +258,19 @@ _BINARY: dict[type[Operation], Callable[[Emitter, SSAValue, SSAValue, Operation]
 }
 
 
+_ARITHMETIC = (graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.PowOp, graph.ModOp)
+
+
 @legalizes(*_BINARY)
 class LegalizeBinary(Legalization):
     """z[i] = f(x[bcast(i)], y[bcast(i)])."""
 
     def build(self, op: Operation, kb: KernelBuilder) -> None:
+        elt = op.operands[0].type.get_element_type()  # type: ignore[attr-defined]
+        if isinstance(op, _ARITHMETIC) and elt == i1:
+            raise NotImplementedError(
+                "arithmetic on i1 (bool) tensors is not defined; use graph.and / graph.or / graph.xor"
+            )
         fn = _BINARY[type(op)]
         build_elementwise(kb, op.name.split(".", 1)[1], lambda b, v: fn(b, v[0], v[1], op))
 

@@ -202,6 +202,8 @@ class LegalizeReduce(Legalization):
         keep = bool(op.keepdims.value.data)  # type: ignore[attr-defined]
         dims = kb.dims(x)
         t = _elt(y)
+        if kind == "sum" and t == IntegerType(1):
+            raise NotImplementedError("sum / mean of an i1 (bool) tensor: cast it first")
         if not axes:  # identity (ONNX noop_with_empty_axes)
             with kb.nest(name, dims) as (b, ivs):
                 b.store(b.load(x, ivs), y, ivs)
@@ -267,7 +269,8 @@ class LegalizeArgMax(Legalization):
             else:
                 better = b.cmp("gt", v, cur)
                 if is_float(t):
-                    first_nan = b.emit(arith.AndIOp(is_nan(b, v), b.emit(arith.XOrIOp(is_nan(b, cur), b.const(1, IntegerType(1))))))
+                    cur_is_number = b.emit(arith.XOrIOp(is_nan(b, cur), b.const(1, IntegerType(1))))
+                    first_nan = b.emit(arith.AndIOp(is_nan(b, v), cur_is_number))
                     better = b.emit(arith.OrIOp(better, first_nan))
             b.store(b.select(better, v, cur), best, a.kept)
             k = b.cast(a.reduce_vars[0], i64)

@@ -41,7 +41,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
-    AnyFloat,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,

@@ -379,3 +379,16 @@ func.func @f(%x: {t}) -> {t} {{
     x, y = np.array([-1.0, 0.5, 2.0], np.float32), np.zeros(3, np.float32)
     interpret_kernels(module, "relu_0", [x, y])
     assert_outputs([y], [np.maximum(x, 0)])
+
+
+def test_op_without_legalization_fails_at_its_location(monkeypatch):
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from minimlir.passes._legalize_common import LEGALIZATIONS
+    from minimlir.passes.graph_legalize import _load_legalizations
+
+    _load_legalizations()
+    monkeypatch.delitem(LEGALIZATIONS, graph.TanhOp)
+    with pytest.raises(DiagnosticException, match="failed to legalize operation 'graph.tanh'") as info:
+        legalize(unary_fn("tanh", (3,)))
+    assert info.value.op.name == "graph.tanh"

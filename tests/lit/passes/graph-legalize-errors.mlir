@@ -1,0 +1,16 @@
+// RUN: mini-opt %s --split-input-file --verify-diagnostics -p graph-legalize
+
+// Arithmetic on booleans is rejected (as in ONNX) at the op's location; the pass fails cleanly.
+func.func @bool_add(%x: tensor<4xi1>, %y: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{failed to legalize operation 'graph.add': arithmetic on i1 (bool) tensors is not defined; use graph.and / graph.or / graph.xor}}
+  %z = graph.add %x, %y : tensor<4xi1>
+  func.return %z : tensor<4xi1>
+}
+
+// -----
+
+func.func @bool_sum(%x: tensor<2x4xi1>) -> tensor<2x1xi1> {
+  // expected-error @+1 {{failed to legalize operation 'graph.reduce_sum': sum / mean of an i1 (bool) tensor: cast it first}}
+  %y = graph.reduce_sum %x axes [1] : tensor<2x4xi1> -> tensor<2x1xi1>
+  func.return %y : tensor<2x1xi1>
+}
