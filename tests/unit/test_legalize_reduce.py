@@ -3,7 +3,7 @@ rounded once to the element type)."""
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph
+from _legalize_harness import BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph
 
 from minimlir.dialects import loop, mem
 
@@ -305,3 +305,60 @@ func.func @f(%x: {t}) -> {t} {{
 }}"""
     expected = f64(lambda v: lrn_ref(v, size, 0.5, 0.75, 2.0))(x)
     assert_outputs(run_graph(text, [x], backend=backend), [expected])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reduce_to_rank0_and_argmax_of_vector(backend):
+    x = randn(2, 3)
+    text = reduce_fn("reduce_sum", (2, 3), (0, 1), False)
+    assert_outputs(run_graph(text, [x], backend=backend), [f64(np.sum)(x)])
+    v = np.array([1, 5, 2, 5, -1, 0, 5], np.float32)
+    for last in (False, True):
+        text = argmax_fn((None,), 0, False, last)
+        assert_outputs(run_graph(text, [v], backend=backend), [np_argmax(v, 0, False, last)])
+
+
+# -- the interpreter itself (it is the oracle for schedule primitives) --------------------------
+
+TILED_SUM = """
+func.func private @k(%x: memref<2x8xf32>, %y: memref<2xf32>) attributes {loop.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  loop.for %i = %c0 to %c2 step %c1 {
+    loop.for %ko = %c0 to %c2 step %c1 {
+      loop.for %ki = %c0 to %c4 step %c1 {
+        %t = arith.muli %ko, %c4 : index
+        %k = arith.addi %t, %ki : index
+        loop.block "sum" (%vi = %i, %vk = %k) [spatial, reduce] {
+          %a = mem.load %y[%vi] : memref<2xf32> -> f32
+          %b = mem.load %x[%vi, %vk] : memref<2x8xf32> -> f32
+          %s = arith.addf %a, %b : f32
+          mem.store %s, %y[%vi] : f32, memref<2xf32>
+        } init {
+          %z = arith.constant 0.0 : f32
+          mem.store %z, %y[%vi] : f32, memref<2xf32>
+        }
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_interpreter_runs_init_once_per_spatial_point_under_split_reduce_loops():
+    from _legalize_harness import parse
+
+    x, y = randn(2, 8), np.full(2, 123.0, np.float32)
+    interpret_kernels(parse(TILED_SUM), "k", [x, y])
+    assert_outputs([y], [f64(lambda v: v.sum(axis=1))(x)])
+
+
+def test_interpreter_reports_out_of_bounds_access():
+    from _legalize_harness import InterpError, parse
+
+    text = TILED_SUM.replace("memref<2x8xf32>", "memref<2x7xf32>")
+    with pytest.raises(InterpError, match=r"mem.load out of bounds: index \[0, 7\] into shape \[2, 7\]"):
+        interpret_kernels(parse(text), "k", [randn(2, 7), np.zeros(2, np.float32)])
