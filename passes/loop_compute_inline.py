@@ -29,4 +29,4 @@ class LoopComputeInlinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-compute-inline")
-        sch.compute_inline(blk)
+            sch.compute_inline(blk)

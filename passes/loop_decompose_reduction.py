@@ -30,4 +30,4 @@ class LoopDecomposeReductionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-decompose-reduction")
-        sch.decompose_reduction(blk, sch.get_loop(blk, self.loop))
+            sch.decompose_reduction(blk, sch.get_loop(blk, self.loop))

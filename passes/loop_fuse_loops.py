@@ -33,11 +33,11 @@ class LoopFuseLoopsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-fuse-loops")
-        if self.loops:
-            sch.fuse(*[sch.get_loop(blk, i) for i in self.loops])
-            return
-        first = sch.get_loop(blk, self.loop)
-        nxt = first.next_op
-        if not isinstance(nxt, loop.ForOp):
-            raise ScheduleError(f"fuse: loop {loop_name(first)} is not followed by a loop", first)
-        sch.fuse(first, nxt)
+            if self.loops:
+                sch.fuse(*[sch.get_loop(blk, i) for i in self.loops])
+                return
+            first = sch.get_loop(blk, self.loop)
+            nxt = first.next_op
+            if not isinstance(nxt, loop.ForOp):
+                raise ScheduleError(f"fuse: loop {loop_name(first)} is not followed by a loop", first)
+            sch.fuse(first, nxt)

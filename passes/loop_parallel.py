@@ -30,4 +30,4 @@ class LoopParallelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-parallel")
-        sch.parallel(sch.get_loop(blk, self.loop))
+            sch.parallel(sch.get_loop(blk, self.loop))

@@ -31,6 +31,6 @@ class LoopReorderPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-reorder")
-        loops = sch.get_loops(blk)
-        sch.reorder(*[sch.get_loop(blk, i) for i in self.order])
-        del loops
+            loops = sch.get_loops(blk)
+            sch.reorder(*[sch.get_loop(blk, i) for i in self.order])
+            del loops

@@ -31,5 +31,5 @@ class LoopReverseComputeAtPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-reverse-compute-at")
-        tgt = sch.get_block(self.target)
-        sch.reverse_compute_at(blk, sch.get_loop(tgt, self.loop))
+            tgt = sch.get_block(self.target)
+            sch.reverse_compute_at(blk, sch.get_loop(tgt, self.loop))

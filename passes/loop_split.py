@@ -33,7 +33,7 @@ class LoopSplitPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-split")
-        fs = list(self.factors)
-        if len(fs) == 1:
-            fs = [0, fs[0]]
-        sch.split(sch.get_loop(blk, self.loop), fs)
+            fs = list(self.factors)
+            if len(fs) == 1:
+                fs = [0, fs[0]]
+            sch.split(sch.get_loop(blk, self.loop), fs)

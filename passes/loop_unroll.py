@@ -31,4 +31,4 @@ class LoopUnrollPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-unroll")
-        sch.unroll(sch.get_loop(blk, self.loop), self.factor or None)
+            sch.unroll(sch.get_loop(blk, self.loop), self.factor or None)

@@ -30,4 +30,4 @@ class LoopVectorizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with schedule_diagnostics(op):
             sch, blk = select(op, self.kernel, self.block, "loop-vectorize")
-        sch.vectorize(sch.get_loop(blk, self.loop))
+            sch.vectorize(sch.get_loop(blk, self.loop))
