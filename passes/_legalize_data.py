@@ -89,7 +89,8 @@ class LegalizeConcat(Legalization):
                 out = list(vs)
                 out[axis] = e.iadd(vs[axis], off)
                 e.store(e.load(x, vs), y, out)
-            offset = kb.top.iadd(offset, kb.dim(x, axis))
+            if k + 1 < len(kb.inputs):
+                offset = kb.top.iadd(offset, kb.dim(x, axis))
 
     def result_dims(self, op: graph.ConcatOp, g: GraphDims) -> list[Index]:
         axis = op.axis.value.data
@@ -123,7 +124,8 @@ class LegalizeSplit(Legalization):
                 src = list(vs)
                 src[axis] = e.iadd(vs[axis], off)
                 e.store(e.load(x, src), y, vs)
-            offset = kb.top.iadd(offset, kb.dim(y, axis))
+            if k + 1 < len(kb.outputs):
+                offset = kb.top.iadd(offset, kb.dim(y, axis))
 
     def result_dims(self, op: graph.SplitOp, g: GraphDims) -> list[Index]:
         axis = op.axis.value.data
@@ -133,7 +135,7 @@ class LegalizeSplit(Legalization):
         if n_dyn:
             rest = g.isub(g.dim(op.input, axis), sum(s for s in sizes if s >= 0))
             share = g.ceildiv(rest, n_dyn)
-            last = g.isub(rest, g.imul(share, n_dyn - 1))
+            last = rest if n_dyn == 1 else g.isub(rest, g.imul(share, n_dyn - 1))
         dims: list[Index] = []
         seen_dyn = 0
         for r, s in zip(op.outputs, sizes):
