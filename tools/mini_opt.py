@@ -444,13 +444,14 @@ class MiniOptMain(xDSLOptMain):
         out: IO[str] = StringIO() if args.output_file else sys.stdout
         ok = True
         for i, chunk in enumerate(split_chunks(text, args.split_input_file)):
+            if i > 0:
+                out.write("// -----\n")
+                out.flush()
             try:
                 result = self.process_chunk(chunk, name, steps, ir, timer, engine)
             except _Failed:
                 ok = False
                 result = None
-            if i > 0:
-                out.write("// -----\n")
             if result is not None:
                 out.write(result)
             out.flush()
