@@ -21,4 +21,17 @@ PIPELINES: dict[str, NamedPipeline] = {
     "cleanup": NamedPipeline(
         "canonicalize,cse,dce", "Generic cleanup: canonicalize, then CSE, then dead code elimination."
     ),
+    "convert-to-llvm": NamedPipeline(
+        "convert-loop-to-llvm,convert-mem-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,"
+        "convert-cf-to-llvm,convert-func-to-llvm,dce",
+        "Lower loop/mem/arith/math/cf/func to the llvm dialect (input already bufferized and planned).",
+    ),
+    "mem-to-llvm": NamedPipeline(
+        "mem-plan,convert-to-llvm",
+        "Everything after graph-bufferize: plan buffers into an arena, then lower to the llvm dialect.",
+    ),
+    "graph-to-llvm": NamedPipeline(
+        "graph-legalize,graph-bufferize,mem-to-llvm",
+        "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
+    ),
 }
