@@ -402,7 +402,7 @@ class UMinOp(_IntBinaryIntrinsic):
 
 @irdl_op_definition
 class AbsOp(IRDLOperation):
-    """Integer absolute value: `llvm.intr.abs(%x) {is_int_min_poison = false} : (i32) -> i32`."""
+    """Integer absolute value: `"llvm.intr.abs"(%x) <{is_int_min_poison = false}> : (i32) -> i32`."""
 
     name = "llvm.intr.abs"
 
@@ -411,8 +411,7 @@ class AbsOp(IRDLOperation):
     res = result_def(T)
     is_int_min_poison = prop_def(BoolAttr)
     traits = traits_def(Pure())
-    assembly_format = _INTR_FORMAT
-    irdl_options = (ParsePropInAttrDict(),)
+    # MLIR has no custom form for this op either: it prints generically.
 
     def __init__(self, input: SSAValue | Operation, is_int_min_poison: bool = False):
         super().__init__(
