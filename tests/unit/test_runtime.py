@@ -1,0 +1,205 @@
+"""backend/runtime.py: zero-copy calls, argument checks before native code, owned outputs, params."""
+
+import gc
+
+import numpy as np
+import pytest
+
+from minimlir.backend import runtime
+from minimlir.backend.runtime import ArgumentError, collect_metadata, compile_mlir_text
+
+# y = x + w (w a param); x's dim 0 is "batch"; @both checks a shared dim name across inputs
+SRC = """
+func.func private @add(%a: memref<?x3xf32>, %b: memref<?x3xf32>, %c: memref<?x3xf32>) attributes {loop.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %n = mem.dim %a, 0 : memref<?x3xf32>
+  loop.for %i = %c0 to %n step %c1 {
+    loop.for %j = %c0 to %c3 step %c1 {
+      loop.block "add" (%vi = %i, %vj = %j) [spatial, spatial] {
+        %x = mem.load %a[%vi, %vj] : memref<?x3xf32> -> f32
+        %y = mem.load %b[%vi, %vj] : memref<?x3xf32> -> f32
+        %s = arith.addf %x, %y : f32
+        mem.store %s, %c[%vi, %vj] : f32, memref<?x3xf32>
+      }
+    }
+  }
+  func.return
+}
+func.func @main(%x: memref<?x3xf32> {graph.name = "x", graph.dim_names = ["batch", ""]},
+                %w: memref<?x3xf32> {mem.param = "w"}) -> (memref<?x3xf32> {graph.name = "y"}) {
+  %n = mem.dim %x, 0 : memref<?x3xf32>
+  %r = mem.alloc(%n) {mem.result_slot = 0 : i64} : memref<?x3xf32>
+  func.call @add(%x, %w, %r) : (memref<?x3xf32>, memref<?x3xf32>, memref<?x3xf32>) -> ()
+  func.return %r : memref<?x3xf32>
+}
+func.func @both(%p: memref<?x3xf32> {graph.dim_names = ["batch", ""]},
+                %q: memref<?x3xf32> {graph.dim_names = ["batch", ""]}) -> memref<2x3xf32> {
+  %r = mem.alloc() : memref<2x3xf32>
+  func.return %r : memref<2x3xf32>
+}
+func.func @plain(%a: memref<?x3xf32>, %b: memref<?x3xf32>, %c: memref<?x3xf32>) {
+  func.call @add(%a, %b, %c) : (memref<?x3xf32>, memref<?x3xf32>, memref<?x3xf32>) -> ()
+  func.return
+}
+"""
+
+W = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return compile_mlir_text(SRC, pipeline="convert-to-llvm", cache=False, params={"w": W})
+
+
+def test_metadata_is_serializable_and_complete():
+    import json
+
+    from xdsl.parser import Parser
+
+    module = Parser(runtime._context(), SRC, "<t>").parse_module()
+    meta = json.loads(json.dumps(collect_metadata(module)))
+    main = meta["functions"]["main"]
+    assert main["abi"] == "entry"
+    assert main["args"][0] == {
+        "name": "x", "param": None, "kind": "memref", "dtype": "float32",
+        "shape": [None, 3], "dim_names": ["batch", ""],
+    }
+    assert main["args"][1]["param"] == "w"
+    assert main["results"] == [{"name": "y", "kind": "memref", "dtype": "float32", "shape": [None, 3]}]
+    assert meta["functions"]["plain"]["abi"] == "plain"
+    assert "add" not in meta["functions"]  # private
+
+
+def test_native_allocated_output(prog):
+    x = np.ones((4, 3), np.float32)
+    y = prog.main(x)
+    np.testing.assert_array_equal(y, x + W)
+    assert y.flags.c_contiguous and y.ctypes.data % 64 == 0
+
+
+def test_out_is_zero_copy(prog):
+    x = np.ones((4, 3), np.float32)
+    out = np.zeros((4, 3), np.float32)
+    res = prog.main(x, out=out)
+    assert res is out
+    np.testing.assert_array_equal(out, x + W)
+
+
+def test_plain_function_writes_into_caller_array_via_dlpack(prog):
+    class OnlyDlpack:  # a foreign array: only the DLPack protocol
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    a = np.full((2, 3), 2.0, np.float32)
+    c = np.zeros((2, 3), np.float32)
+    prog.plain(OnlyDlpack(a), a, OnlyDlpack(c))
+    np.testing.assert_array_equal(c, 4.0)
+
+
+def test_owned_outputs_are_freed(prog, monkeypatch):
+    freed = []
+    real = runtime.FREE
+    monkeypatch.setattr(runtime, "FREE", lambda p: (freed.append(p), real(p)))
+    x = np.ones((4, 3), np.float32)
+    ptrs = []
+    for _ in range(5):
+        y = prog.main(x)
+        ptrs.append(y.ctypes.data)
+        view = y[1:]  # a view keeps the buffer alive
+        del y
+        gc.collect()
+        assert ptrs[-1] not in freed
+        del view
+        gc.collect()
+        assert ptrs[-1] in freed
+    assert len(freed) == 5
+
+
+@pytest.mark.parametrize(
+    "x, message",
+    [
+        (np.ones((4, 3), np.float64), "input 'x': expected dtype float32 but got float64"),
+        (np.ones((4,), np.float32), r"input 'x': expected rank 2 \(shape \(\?, 3\)\) but got rank 1"),
+        (np.ones((4, 5), np.float32), r"input 'x': expected shape \(\?, 3\) but got \(4, 5\)"),
+        (np.ones((3, 4), np.float32).T, "input 'x': the array is not C-contiguous"),
+        ([[1.0, 2.0, 3.0]], "input 'x': expected a NumPy array or a DLPack-capable array, got list"),
+    ],
+)
+def test_bad_inputs_fail_before_native_code(prog, x, message):
+    with pytest.raises(ArgumentError, match=message):
+        prog.main(x)
+
+
+def test_param_checked_like_an_input():
+    bad = compile_mlir_text(SRC, entry="main", pipeline="convert-to-llvm", cache=False,
+                            params={"w": W.astype(np.float64)})
+    with pytest.raises(ArgumentError, match="param 'w': expected dtype float32 but got float64"):
+        bad.main(np.ones((4, 3), np.float32))
+
+
+def test_missing_param():
+    p = compile_mlir_text(SRC, entry="main", pipeline="convert-to-llvm", cache=False)
+    with pytest.raises(ArgumentError, match="param 'w' is missing"):
+        p.main(np.ones((4, 3), np.float32))
+
+
+def test_params_file(tmp_path):
+    from minimlir.frontend.params import save_params
+
+    path = tmp_path / "m.params"
+    save_params(path, {"w": W})
+    p = compile_mlir_text(SRC, entry="main", pipeline="convert-to-llvm", cache=False, params=path)
+    np.testing.assert_array_equal(p(np.zeros((4, 3), np.float32)), W)
+
+
+def test_copy_opt_in_for_non_contiguous():
+    p = compile_mlir_text(SRC, entry="main", pipeline="convert-to-llvm", cache=False,
+                          params={"w": W}, allow_copy=True)
+    x = np.ones((3, 4), np.float32).T
+    np.testing.assert_array_equal(p.main(x), x + W)
+
+
+def test_wrong_out_raises_before_running(prog):
+    x = np.ones((4, 3), np.float32)
+    out = np.full((4, 5), 7.0, np.float32)
+    with pytest.raises(ArgumentError, match=r"out= for result 'y': expected shape \(\?, 3\) but got \(4, 5\)"):
+        prog.main(x, out=out)
+    assert (out == 7.0).all()
+    with pytest.raises(ArgumentError, match="out= for result 'y': the array is read-only"):
+        ro = np.zeros((4, 3), np.float32)
+        ro.flags.writeable = False
+        prog.main(x, out=ro)
+
+
+def test_out_with_wrong_dynamic_dim_reports_computed_shape(prog):
+    x = np.ones((4, 3), np.float32)
+    out = np.zeros((2, 3), np.float32)  # dim 0 is dynamic: checked by the native code
+    with pytest.raises(ArgumentError, match=r"computed shape is \(4, 3\) but the array has shape \(2, 3\)"):
+        prog.main(x, out=out)
+
+
+def test_shared_dim_name_must_agree(prog):
+    with pytest.raises(ArgumentError, match=r"input 'q': dim 0 \('batch'\) is 3 but input 'p' has 'batch' = 2"):
+        prog.both(np.zeros((2, 3), np.float32), np.zeros((3, 3), np.float32))
+
+
+def test_llvm_module_input_needs_metadata(prog):
+    from xdsl.parser import Parser
+
+    module = Parser(runtime._context(), SRC, "<t>").parse_module()
+    meta = collect_metadata(module, "plain")
+    runtime.run_pipeline(module, "convert-to-llvm")
+    p = compile_mlir_text(module, metadata=meta, cache=False)
+    c = np.zeros((1, 3), np.float32)
+    p.plain(np.ones((1, 3), np.float32), np.ones((1, 3), np.float32), c)
+    np.testing.assert_array_equal(c, 2.0)
+    with pytest.raises(ArgumentError, match="needs metadata"):
+        compile_mlir_text(module, cache=False)
