@@ -83,6 +83,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from minimlir.dialects import mem
 from minimlir.dialects.loop import is_kernel
 from minimlir.passes import _llvm_ext as ext
+from minimlir.passes._diagnostics import emit_error
 from minimlir.passes._llvm_common import check_legal, convert_type, from_llvm, to_llvm
 from minimlir.passes._memref_abi import (
     ENTRY_ATTR,
@@ -254,7 +255,8 @@ class MemLowering:
         ):
             return owner.inputs[0], list(owner.inputs[1:])
         what = owner.name if isinstance(owner, Operation) else "a block argument"
-        raise DiagnosticException(
+        emit_error(
+            op,
             f"failed to legalize operation '{op.name}': its memref operand comes from {what}, "
             f"which has no memref ABI lowering"
         )
@@ -276,11 +278,16 @@ class MemLowering:
         return b.gep(ptr, linear, llvm_element_type(t.element_type)), t
 
     @staticmethod
-    def numel(b: _Emitter, t: MemRefType, dyn: Sequence[SSAValue]) -> Dim:
+    def numel(b: _Emitter, t: MemRefType, dyn: Sequence[SSAValue], scale: int = 1) -> Dim:
+        """scale * number of elements: the dynamic dims multiplied first, then one constant."""
         n: Dim = 1
-        for d in _dims(t, dyn):
+        for d in dyn:
             n = b.mul(n, d)
-        return n
+        static = scale
+        for d in t.get_shape():
+            if d != DYNAMIC_INDEX:
+                static *= d
+        return b.mul(n, static)
 
     # ------------------------------------------------------------ signatures
 
@@ -312,9 +319,10 @@ class MemLowering:
             f.res_attrs = None
             f.attributes[ENTRY_ATTR] = UnitAttr()
         elif any(isinstance(t, MemRefType) for t in outputs):
-            raise DiagnosticException(
-                f"failed to legalize function @{f.sym_name.data}: memref results are only "
-                f"supported on public entry functions"
+            emit_error(
+                f,
+                f"failed to legalize operation 'func.func': @{f.sym_name.data} returns a memref; "
+                f"only public entry functions may (kernels write into output arguments)"
             )
         f.function_type = FunctionType.from_lists(inputs, outputs)
         f.arg_attrs = ArrayAttr(attrs) if any(a.data for a in attrs) else None
@@ -352,7 +360,7 @@ class MemLowering:
                 self.lower_result_alloc(op)
                 return
             dyn = [b.index(d) for d in op.dims]
-            nbytes = b.mul(self.numel(b, t, dyn), element_bytes(t.element_type))
+            nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
             ptr = self.aligned_alloc(b, nbytes, op.alignment.value.data)
         elif isinstance(op, mem.AllocaOp):
             dyn = [b.index(d) for d in op.dims]
@@ -399,7 +407,7 @@ class MemLowering:
         b = _Emitter(op)
         dyn = [b.index(d) for d in op.dims]
         dims = _dims(t, dyn)
-        nbytes = b.mul(self.numel(b, t, dyn), element_bytes(t.element_type))
+        nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
         slot_ptr = b.gep(results, off, i64)
         dim_ptrs = [b.gep(results, off + 1 + k, i64) for k in range(len(dims))]
         raw = b(llvm.LoadOp(slot_ptr, i64, alignment=8)).results[0]
@@ -490,7 +498,7 @@ class MemLowering:
         t = _memref_type(op.source)
         src, dyn = self.desc(op, 0)
         dst, _ = self.desc(op, 1)
-        nbytes = b.mul(self.numel(b, t, dyn), element_bytes(t.element_type))
+        nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
         volatile = b.const(0, i1)
         b(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", [dst, src, b.value(nbytes), volatile], []))
         _erase(op)
@@ -499,14 +507,14 @@ class MemLowering:
         b = _Emitter(op)
         t = _memref_type(op.memref)
         ptr, dyn = self.desc(op, 1)
-        n = self.numel(b, t, dyn)
         eb = element_bytes(t.element_type)
         if _is_positive_zero(op.value):
             zero, volatile = b.const(0, i8), b.const(0, i1)
-            nbytes = b.value(b.mul(n, eb))
+            nbytes = b.value(self.numel(b, t, dyn, eb))
             b(llvm.CallIntrinsicOp("llvm.memset.p0.i64", [ptr, zero, nbytes, volatile], []))
             _erase(op)
             return
+        n = self.numel(b, t, dyn)
         value = to_llvm(op.value, None, op)
         elem = llvm_element_type(t.element_type)
 
@@ -548,7 +556,8 @@ class MemLowering:
         if not any(isinstance(a.type, MemRefType) for a in op.arguments):
             return
         if any(isinstance(t, MemRefType) for t in op.result_types):
-            raise DiagnosticException(
+            emit_error(
+                op,
                 f"failed to legalize operation 'func.call': call to @{op.callee.string_value()} "
                 f"returns a memref (kernels write into their output arguments)"
             )
@@ -578,7 +587,8 @@ class MemLowering:
             seen: set[SSAValue] = set()
             for i, v in enumerate(ret.arguments):
                 if not isinstance(v.type, MemRefType):
-                    raise DiagnosticException(
+                    emit_error(
+                        ret,
                         f"entry function @{f.sym_name.data}: result #{i} has type {v.type}; "
                         f"an entry function returns only memrefs"
                     )
@@ -644,7 +654,8 @@ class MemLowering:
                     _erase(op)
                 else:
                     user = next(iter(op.results[0].uses)).operation
-                    raise DiagnosticException(
+                    emit_error(
+                        user,
                         f"failed to legalize operation '{user.name}': it uses a memref value, "
                         f"which has no LLVM lowering there"
                     )

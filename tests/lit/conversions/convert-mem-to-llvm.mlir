@@ -1,0 +1,99 @@
+// RUN: mini-opt %s -p convert-mem-to-llvm | filecheck %s
+
+// Kernel memref args expand to (ptr noalias, i64 per `?`); load = row-major gep + aligned load.
+// CHECK-LABEL: func.func @load_store
+// CHECK-SAME:    (%[[A:.*]]: !llvm.ptr {llvm.noalias}, %[[N:.*]]: i64, %[[I:.*]]: index, %[[J:.*]]: index)
+// CHECK:         %[[I64:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
+// CHECK-NEXT:    %[[J64:.*]] = builtin.unrealized_conversion_cast %[[J]] : index to i64
+// CHECK-NEXT:    %[[C4:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.mul %[[I64]], %[[C4]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[L:.*]] = llvm.add %[[R]], %[[J64]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK:         llvm.store %[[V]], %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
+func.func @load_store(%a: memref<?x4xf32>, %i: index, %j: index) attributes {loop.kernel} {
+  %v = mem.load %a[%i, %j] : memref<?x4xf32> -> vector<4xf32>
+  mem.store %v, %a[%i, %j] : vector<4xf32>, memref<?x4xf32>
+  func.return
+}
+
+// mem.dim: the i64 of the descriptor, or a constant for a static dim.
+// CHECK-LABEL: func.func @dims
+// CHECK-SAME:    (%[[A:.*]]: !llvm.ptr, %[[N:.*]]: i64) -> (index, index)
+// CHECK:         %[[D0:.*]] = builtin.unrealized_conversion_cast %[[N]] : i64 to index
+// CHECK-NEXT:    %[[C:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[D1:.*]] = builtin.unrealized_conversion_cast %[[C]] : i64 to index
+// CHECK-NEXT:    func.return %[[D0]], %[[D1]]
+func.func @dims(%a: memref<?x4xf32>) -> (index, index) {
+  %0 = mem.dim %a, 0 : memref<?x4xf32>
+  %1 = mem.dim %a, 1 : memref<?x4xf32>
+  func.return %0, %1 : index, index
+}
+
+// alloc: aligned_alloc with the size rounded up to the alignment; dealloc: free;
+// view: the same pointer with new dims.
+// CHECK-LABEL: func.func @alloc_view
+// CHECK-SAME:    (%[[N:.*]]: index)
+// CHECK:         %[[N64:.*]] = builtin.unrealized_conversion_cast %[[N]] : index to i64
+// CHECK-NEXT:    %[[C16:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mul %[[N64]], %[[C16]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[C63:.*]] = llvm.mlir.constant(63) : i64
+// CHECK-NEXT:    %[[B1:.*]] = llvm.add %[[BYTES]], %[[C63]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[MASK:.*]] = llvm.mlir.constant(-64) : i64
+// CHECK-NEXT:    %[[RND:.*]] = llvm.and %[[B1]], %[[MASK]] : i64
+// CHECK-NEXT:    %[[C64:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.intr.umax(%[[RND]], %[[C64]]) : (i64, i64) -> i64
+// CHECK-NEXT:    %[[AL:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.call @aligned_alloc(%[[AL]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
+// CHECK:         llvm.call @free(%[[P]]) : (!llvm.ptr) -> ()
+// CHECK-NOT:     mem.
+func.func @alloc_view(%n: index) -> index {
+  %m = mem.alloc(%n) : memref<?x4xf32>
+  %c2 = arith.constant 2 : index
+  %v = mem.view %m(%n) : memref<?x4xf32> -> memref<?x2x2xf32>
+  %d = mem.dim %v, 0 : memref<?x2x2xf32>
+  mem.dealloc %m : memref<?x4xf32>
+  func.return %d : index
+}
+
+// A static alloca is hoisted to the entry block; the zero fill is a memset.
+// CHECK-LABEL: func.func @alloca_fill
+// CHECK-NEXT:    %[[C8:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[S:.*]] = llvm.alloca %[[C8]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK:         cf.br
+// CHECK:         llvm.call_intrinsic "llvm.memset.p0.i64"(%[[S]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i8, i64, i1) -> ()
+func.func @alloca_fill(%n: index) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  cf.br ^loop
+^loop:
+  %t = mem.alloca() : memref<2x4xf32>
+  mem.fill %z, %t : f32, memref<2x4xf32>
+  func.return
+}
+
+// Entry ABI: status i32 return, trailing results pointer, result slot [ptr, dim0, dim1].
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[X:.*]]: !llvm.ptr, %[[XN:.*]]: i64, %[[RES:.*]]: !llvm.ptr) -> i32
+// CHECK:         %[[RAW:.*]] = llvm.load %[[RES]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK:         %[[NULL:.*]] = llvm.icmp "eq" %[[RAW]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[NULL]], ^[[ALLOC:.*]], ^[[CHECK:.*]]
+// CHECK-NEXT:  ^[[CHECK]]:
+// CHECK-NEXT:    %[[GIVEN:.*]] = llvm.load %[[RES]] {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.cond_br %{{.*}}, ^[[JOIN:.*]](%[[GIVEN]] : !llvm.ptr), ^[[FAIL:.*]]
+// CHECK-NEXT:  ^[[FAIL]]:
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    func.return %[[ONE]] : i32
+// CHECK-NEXT:  ^[[ALLOC]]:
+// CHECK:         %[[NEW:.*]] = llvm.call @aligned_alloc
+// CHECK-NEXT:    llvm.store %[[NEW]], %[[RES]] {alignment = 8 : i64} : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.br ^[[JOIN]](%[[NEW]] : !llvm.ptr)
+// CHECK-NEXT:  ^[[JOIN]](%[[BUF:.*]]: !llvm.ptr):
+// CHECK:         llvm.memcpy
+// CHECK:         %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    func.return %[[OK]] : i32
+// CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK:       llvm.func @free(!llvm.ptr)
+func.func @main(%x: memref<?x3xf32>) -> memref<?x3xf32> {
+  func.return %x : memref<?x3xf32>
+}
