@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -105,7 +106,7 @@ def is_legal_type(t: Attribute) -> bool:
     return convert_type_or_none(t) == t
 
 
-def to_llvm(value: SSAValue, rewriter: Rewriter | None, before: Operation) -> SSAValue:
+def to_llvm(value: SSAValue, rewriter: PatternRewriter | None, before: Operation) -> SSAValue:
     """`value` with its LLVM type: the value itself, the input of a cast that produced it,
     or a new `unrealized_conversion_cast` inserted before `before`."""
     target = convert_type(value.type)
@@ -124,14 +125,14 @@ def to_llvm(value: SSAValue, rewriter: Rewriter | None, before: Operation) -> SS
 
 
 def operands_to_llvm(
-    values: Sequence[SSAValue], rewriter: Rewriter | None, before: Operation
+    values: Sequence[SSAValue], rewriter: PatternRewriter | None, before: Operation
 ) -> list[SSAValue]:
     return [to_llvm(v, rewriter, before) for v in values]
 
 
-def _insert(rewriter: Rewriter | None, op: Operation, before: Operation) -> None:
+def _insert(rewriter: PatternRewriter | None, op: Operation, before: Operation) -> None:
     if rewriter is not None:
-        rewriter.insert_op(op, InsertPoint.before(before))
+        rewriter.insert(op, InsertPoint.before(before))
     else:
         Rewriter.insert_op(op, InsertPoint.before(before))
 

@@ -127,7 +127,7 @@ def _call_operands(args, before: Operation, rewriter: PatternRewriter) -> list[S
             out.extend(owner.inputs)
             continue
         cast = UnrealizedConversionCastOp.get([a], parts)
-        rewriter.insert_op(cast, InsertPoint.before(before))
+        rewriter.insert(cast, InsertPoint.before(before))
         out.extend(cast.results)
     return out
 
