@@ -460,11 +460,14 @@ def _context():
     return ctx
 
 
-def run_pipeline(module: ModuleOp, pipeline: str, ctx=None) -> None:
-    """Run a pass pipeline (names, named pipelines, options) on `module` in place."""
+def run_pipeline(module: ModuleOp, pipeline: str, ctx=None, before: Mapping[str, Any] | None = None) -> None:
+    """Run a pass pipeline (names, named pipelines, options) on `module` in place.
+
+    `before`: pass name -> callback(module), called once right before the first run of that pass
+    (compile_mlir_text collects the runtime metadata before convert-mem-to-llvm)."""
     from xdsl.transforms import get_all_passes
 
-    from minimlir.tools._pipeline import IROptions, PassManager, PipelineBuilder, parse_pipeline
+    from minimlir.tools._pipeline import IROptions, PassManager, PipelineBuilder, PassStep, parse_pipeline
     from minimlir.tools.mini_opt import named_pipelines, our_passes
 
     ctx = ctx or _context()
@@ -472,7 +475,11 @@ def run_pipeline(module: ModuleOp, pipeline: str, ctx=None) -> None:
     for name, cls in our_passes().items():
         available[name] = lambda c=cls: c
     steps = PipelineBuilder(available, named_pipelines(), ctx).build(parse_pipeline(pipeline))
-    PassManager(steps, ctx, IROptions(), verify_each=True, snapshots=False).run(module)
+    pending = dict(before or {})
+    for step in steps:
+        if isinstance(step, PassStep) and step.name in pending:
+            pending.pop(step.name)(module)
+        PassManager([step], ctx, IROptions(), verify_each=True, snapshots=False).run(module)
 
 
 def _is_llvm_module(module: ModuleOp) -> bool:
@@ -504,9 +511,18 @@ def compile_mlir_text(
         if metadata is None:
             raise ArgumentError("a module already in the llvm dialect needs metadata= (collect_metadata)")
     else:
+        found: dict[str, Any] = {}
         if metadata is None:
-            metadata = collect_metadata(module, entry)
-        run_pipeline(module, pipeline, ctx)
+
+            def collect(m: ModuleOp) -> None:  # the mem-level signatures, before they are expanded
+                found["metadata"] = collect_metadata(m, entry)
+
+            run_pipeline(module, pipeline, ctx, before={"convert-mem-to-llvm": collect})
+            if "metadata" not in found:
+                raise ArgumentError(f"pipeline '{pipeline}' does not run convert-mem-to-llvm")
+            metadata = found["metadata"]
+        else:
+            run_pipeline(module, pipeline, ctx)
     ext.install_llvmlite_hooks()
     engine = jit_module(module, cache=cache)
     return CompiledProgram(engine, metadata, params=params, allow_copy=allow_copy)

@@ -203,3 +203,23 @@ def test_llvm_module_input_needs_metadata(prog):
     np.testing.assert_array_equal(c, 2.0)
     with pytest.raises(ArgumentError, match="needs metadata"):
         compile_mlir_text(module, cache=False)
+
+
+def test_graph_to_llvm_end_to_end():
+    src = """
+    func.func @main(%x: tensor<?x3xf32>, %y: tensor<3xf32>) -> tensor<?x3xf32> {
+      %w = graph.param "w" : tensor<3x3xf32>
+      %a = graph.add %x, %y : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+      %m = graph.matmul %a, %w : (tensor<?x3xf32>, tensor<3x3xf32>) -> tensor<?x3xf32>
+      %r = graph.relu %m : tensor<?x3xf32>
+      func.return %r : tensor<?x3xf32>
+    }
+    """
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    p = compile_mlir_text(src, cache=False, params={"w": w})  # default pipeline: graph-to-llvm
+    assert p.metadata["functions"]["main"]["args"][2]["param"] == "w"
+    for n in (1, 6):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        y = rng.standard_normal(3).astype(np.float32)
+        np.testing.assert_allclose(p.main(x, y), np.maximum((x + y) @ w, 0), rtol=1e-5, atol=1e-5)
