@@ -1,1 +1,26 @@
-"""Frontends: ONNX import into the graph dialect."""
+"""Frontends: ONNX import into the graph dialect, and the user-facing entry point.
+
+    from minimlir.frontend import compile
+    m = compile("model.onnx")
+    (y,) = m(x)
+"""
+
+from minimlir.frontend.api import (
+    CompiledModel,
+    CompileError,
+    InputError,
+    OnnxImportError,
+    TensorSpec,
+    UnsupportedModelError,
+    compile,
+)
+
+__all__ = [
+    "CompiledModel",
+    "CompileError",
+    "InputError",
+    "OnnxImportError",
+    "TensorSpec",
+    "UnsupportedModelError",
+    "compile",
+]

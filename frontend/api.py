@@ -1,0 +1,723 @@
+"""The one entry point: compile an ONNX model or graph-level `.mlir` into a Python callable.
+
+    import numpy as np
+    from minimlir.frontend import compile
+
+    m = compile("model.onnx")                  # or a ModelProto, a .mlir path, or .mlir text
+    (y,) = m(x)                                # by position ...
+    (y,) = m(x=x)                              # ... or by input name; always a list of outputs
+    m.input_names, m.output_names              # ["x"], ["y"]
+    m.inputs[0]                                # TensorSpec(name='x', dtype=float32, shape=(None, 3, 16, 16), ...)
+    m.remarks                                  # pass remarks (mem-plan's peak bytes, ...), not printed
+
+Outputs are always a list, in the order of the model's outputs (ONNX Runtime's convention: a model
+with one output still returns `[y]`); `m.run(...)` is the same call. `out=[buf, ...]` lets native code
+write into caller arrays (zero-copy; dims must match the computed ones).
+
+What happens:
+  1. load: ONNX → `import_onnx` (weights stay outside the IR, as params bound by pointer); `.mlir` →
+     parsed with file:line:col locations, params from `params=` (a dict or a params file) or the
+     module's `graph.params_file` attribute (relative to the .mlir file).
+  2. lower: the named pipeline `graph-to-llvm` (or `pipeline=`), run in memory on one module (no
+     re-parse between passes), each pass verified. Remarks and warnings go to `m.remarks`, not to
+     stderr. `dump_ir="dir"` writes `00-input.mlir`, `01-<pass>.mlir`, ... (the IR after each pass).
+     A module already in the llvm dialect is not lowered again.
+  3. JIT: `minimlir.backend.runtime` (llvmlite, disk cache unless `cache=False`), `num_threads` for
+     the parallel loops (default: the runtime's, `MINIMLIR_NUM_THREADS`).
+
+Every input is checked before native code runs: count, names, dtype, rank, static dims, and that a
+named dynamic dim ("batch") has one value across inputs. Errors are `InputError` (a ValueError)
+naming the input; compile errors are `CompileError` with `file:line:col: error: ...` text; ONNX
+models the importer cannot handle raise `UnsupportedModelError` listing every (op, reason).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from minimlir.frontend.onnx_import import (  # re-exported: the errors users catch
+    OnnxImportError,
+    UnsupportedModelError,
+    numpy_dtype_of,
+)
+
+__all__ = [
+    "CompileError",
+    "CompiledModel",
+    "InputError",
+    "OnnxImportError",
+    "TensorSpec",
+    "UnsupportedModelError",
+    "compile",
+    "DEFAULT_PIPELINE",
+]
+
+DEFAULT_PIPELINE = "graph-to-llvm"
+"""The pipeline `compile` runs on graph-level IR (a named pipeline, see minimlir.passes._pipelines)."""
+
+
+class CompileError(Exception):
+    """The IR does not parse, verify or lower: `str(e)` is `file:line:col: error: ...` (one or more lines)."""
+
+
+class InputError(ValueError):
+    """An argument does not match the compiled signature (the message names the input)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of the compiled entry point. `shape` has None for a dynamic dim."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int | None, ...]
+    dim_names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        dims = ["?" if d is None else str(d) for d in self.shape]
+        for i, n in enumerate(self.dim_names):
+            if n and self.shape[i] is None:
+                dims[i] = n
+        return f"{self.name}: {self.dtype}[{', '.join(dims)}]"
+
+
+# --------------------------------------------------------------------------------------------
+# Context, parsing and loading
+
+
+def make_context() -> Context:
+    """A context with xDSL's dialects (lazily) and ours."""
+    from xdsl.universe import Universe
+
+    from minimlir.tools.mini_opt import our_dialects
+
+    from minimlir.passes import _llvm_ext  # noqa: F401 (adds the llvm ops xDSL lacks to its dialect)
+
+    ctx = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    for dialect in our_dialects():
+        if dialect.name in ctx.registered_dialect_names:
+            continue
+        ctx.register_dialect(dialect.name, lambda d=dialect: d)
+    return ctx
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e.args[0]) if e.args else str(e)
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
+def parse_mlir(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
+    """Parse and verify `.mlir` text; errors raise CompileError(`name:line:col: error: msg`)."""
+    from minimlir.tools._diagnostics import from_exception, render, verify_located
+    from minimlir.tools.mini_opt import LocatingParser
+
+    ctx = ctx or make_context()
+    parser = LocatingParser(ctx, text, name)
+    try:
+        module = parser.parse_module()
+    except ParseError as e:
+        line, col = parser.line_col(e.span.start)
+        raise CompileError(f"{name}:{line}:{col}: error: {e.msg}") from None
+    except Exception as e:  # attribute verifiers run while parsing, parse hooks on odd input
+        line, col = parser.line_col(parser.current_offset())
+        raise CompileError(f"{name}:{line}:{col}: error: {_first_line(e)}") from None
+    try:
+        verify_located(module)
+    except DiagnosticException as e:
+        from minimlir.tools._diagnostics import SourceFile
+
+        raise CompileError(render(from_exception(e), SourceFile(name, text)).rstrip()) from None
+    return module
+
+
+def _looks_like_mlir_text(s: str) -> bool:
+    return "\n" in s or "{" in s or s.lstrip().startswith(("func.", "builtin.", "module", "//", '"'))
+
+
+@dataclass
+class Loaded:
+    """A model as a graph-level (or lower) module, with its weights and where it came from."""
+
+    module: ModuleOp
+    params: dict[str, np.ndarray]
+    name: str  # file name for diagnostics
+    kind: str  # "onnx" or "mlir"
+    text: str | None = None  # the .mlir source, for error snippets
+
+
+def load(model: Any, *, params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
+         ctx: Context | None = None) -> Loaded:
+    """Load `model` (ONNX path / ModelProto, `.mlir` path / text) as a module plus params."""
+    import onnx
+
+    from minimlir.frontend.onnx_import import import_onnx
+
+    if isinstance(model, onnx.ModelProto):
+        module, weights = import_onnx(model)
+        return Loaded(module, dict(weights), (model.graph.name or "<model>") + ".onnx", "onnx")
+    if isinstance(model, ModuleOp):
+        return Loaded(model, _load_params(params, None, model), "<module>", "mlir")
+    if isinstance(model, bytes):
+        return load(onnx.load_from_string(model), params=params, ctx=ctx)
+    if isinstance(model, str) and _looks_like_mlir_text(model):
+        module = parse_mlir(model, "<string>", ctx)
+        return Loaded(module, _load_params(params, None, module), "<string>", "mlir", model)
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(
+            f"compile: expected an ONNX path or ModelProto, or .mlir text or path; got {type(model).__name__}"
+        )
+    path = Path(model)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix == ".onnx" or (path.suffix != ".mlir" and _is_protobuf(path)):
+        module, weights = import_onnx(path)
+        if params is not None:
+            weights = {**weights, **_load_params(params, path.parent, None)}
+        return Loaded(module, dict(weights), str(path), "onnx")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as e:
+        raise CompileError(f"{path}: error: not a text file (invalid UTF-8 at byte {e.start})") from None
+    module = parse_mlir(text, str(path), ctx)
+    return Loaded(module, _load_params(params, path.parent, module), str(path), "mlir", text)
+
+
+def _is_protobuf(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(64)
+    return b"\x00" in head or not head.isascii()
+
+
+def _load_params(params, base: Path | None, module: ModuleOp | None) -> dict[str, np.ndarray]:
+    from minimlir.frontend.params import load_params
+
+    if isinstance(params, Mapping):
+        return {k: np.asarray(v) for k, v in params.items()}
+    if params is not None:
+        return dict(load_params(params))
+    attr = module.attributes.get("graph.params_file") if module is not None else None
+    if isinstance(attr, StringAttr):
+        file = Path(attr.data)
+        if not file.is_absolute():
+            file = (base or Path.cwd()) / file
+        if not file.is_file():
+            raise FileNotFoundError(
+                f"params file '{file}' (named by the module's graph.params_file) does not exist; pass params="
+            )
+        return dict(load_params(file))
+    return {}
+
+
+# --------------------------------------------------------------------------------------------
+# The entry point's signature
+
+
+def graph_functions(module: ModuleOp) -> list[func.FuncOp]:
+    """Public, non-kernel functions: the entry point candidates."""
+    return [
+        op
+        for op in module.body.block.ops
+        if isinstance(op, func.FuncOp)
+        and (op.sym_visibility is None or op.sym_visibility.data == "public")
+        and "loop.kernel" not in op.attributes
+        and not op.is_declaration
+    ]
+
+
+def llvm_functions(module: ModuleOp) -> list[str]:
+    from xdsl.dialects import llvm
+
+    return [
+        op.sym_name.data
+        for op in module.body.block.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks and _linkage(op) != "internal"
+    ]
+
+
+def _linkage(op) -> str:
+    linkage = getattr(op, "linkage", None)
+    return getattr(linkage, "linkage", StringAttr("external")).data if linkage is not None else "external"
+
+
+def graph_level(module: ModuleOp) -> bool:
+    """True when some function still has tensor arguments or results (not bufferized yet)."""
+    return any(
+        isinstance(t, TensorType)
+        for f in graph_functions(module)
+        for t in (*f.function_type.inputs.data, *f.function_type.outputs.data)
+    )
+
+
+def is_llvm_level(module: ModuleOp) -> bool:
+    """True when nothing above the llvm dialect is left (the pipeline has nothing to do)."""
+    return all(op.name.startswith("llvm.") or op is module for op in module.walk())
+
+
+def pick_entry(module: ModuleOp, entry: str | None, *, kind: str = "mlir") -> str:
+    funcs = graph_functions(module)
+    names = [f.sym_name.data for f in funcs] if funcs else llvm_functions(module)
+    if entry is not None:
+        if entry not in names:
+            listed = ", ".join(f"@{n}" for n in names) or "none"
+            raise CompileError(f"error: no entry point @{entry} in the module (entry points: {listed})")
+        return entry
+    if kind == "onnx" and "main" in names:
+        return "main"
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise CompileError("error: the module has no public function to run")
+    raise CompileError(
+        "error: the module has several public functions ("
+        + ", ".join(f"@{n}" for n in names)
+        + "): choose one with entry="
+    )
+
+
+def _arg_attr(attrs: ArrayAttr | None, i: int, key: str) -> Attribute | None:
+    if attrs is None or i >= len(attrs.data):
+        return None
+    d = attrs.data[i]
+    return d.data.get(key) if isinstance(d, DictionaryAttr) else None
+
+
+def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Inputs and outputs of a graph-level (tensor) or mem-level (memref) function."""
+
+    def spec(t: Attribute, name: str, dim_attr: Attribute | None) -> TensorSpec:
+        if not isinstance(t, TensorType | MemRefType):
+            raise CompileError(f"error: @{fn.sym_name.data}: argument '{name}' has type {t}, not a tensor")
+        shape = tuple(None if d < 0 else d for d in t.get_shape())
+        dims = tuple(s.data for s in dim_attr.data) if isinstance(dim_attr, ArrayAttr) else ()
+        return TensorSpec(name, numpy_dtype_of(t.get_element_type()), shape, dims)  # type: ignore[arg-type]
+
+    inputs: list[TensorSpec] = []
+    args = fn.body.block.args if fn.body.blocks else ()
+    for i, t in enumerate(fn.function_type.inputs.data):
+        if _arg_attr(fn.arg_attrs, i, "mem.param") is not None:
+            continue  # a bound weight, not a user input
+        n = _arg_attr(fn.arg_attrs, i, "graph.name")
+        name = n.data if isinstance(n, StringAttr) else (args[i].name_hint if i < len(args) else None) or f"arg{i}"
+        inputs.append(spec(t, name, _arg_attr(fn.arg_attrs, i, "graph.dim_names")))
+    outputs: list[TensorSpec] = []
+    for i, t in enumerate(fn.function_type.outputs.data):
+        n = _arg_attr(fn.res_attrs, i, "graph.name")
+        outputs.append(spec(t, n.data if isinstance(n, StringAttr) else f"output{i}", None))
+    return inputs, outputs
+
+
+def _param_types(module: ModuleOp) -> dict[str, tuple[np.dtype, tuple[int, ...], Operation]]:
+    from minimlir.dialects import graph
+
+    found: dict[str, tuple[np.dtype, tuple[int, ...], Operation]] = {}
+    for op in module.walk():
+        if isinstance(op, graph.ParamOp):
+            t = op.result.type
+            found[op.param_name.data] = (numpy_dtype_of(t.get_element_type()), tuple(t.get_shape()), op)
+    return found
+
+
+def check_params(module: ModuleOp, params: Mapping[str, np.ndarray], name: str) -> None:
+    """Every graph.param has a value of its type (before compiling, so the error names the weight)."""
+    from minimlir.passes._diagnostics import format_location
+
+    for pname, (dtype, shape, op) in _param_types(module).items():
+        where = format_location(op.location)
+        where = name if where == "loc(unknown)" else where
+        if pname not in params:
+            raise CompileError(f"{where}: error: parameter '{pname}' has no value (pass params= or a params file)")
+        value = params[pname]
+        if value.dtype != dtype or tuple(value.shape) != shape:
+            raise CompileError(
+                f"{where}: error: parameter '{pname}' is {value.dtype}{list(value.shape)}, "
+                f"the IR expects {dtype}{list(shape)}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering
+
+
+@dataclass
+class LowerResult:
+    module: ModuleOp
+    remarks: list[str] = field(default_factory=list)
+    pass_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def pass_registry() -> dict[str, Callable[[], type]]:
+    from xdsl.universe import Universe
+
+    from minimlir.tools.mini_opt import our_passes
+
+    passes: dict[str, Callable[[], type]] = dict(Universe.get_multiverse().all_passes)
+    for name, cls in our_passes().items():
+        passes[name] = lambda c=cls: c
+    return passes
+
+
+def lower(
+    module: ModuleOp,
+    pipeline: str = DEFAULT_PIPELINE,
+    *,
+    ctx: Context | None = None,
+    name: str = "<module>",
+    on_ir: Callable[[str, str], None] | None = None,
+    source_text: str | None = None,
+    before: Mapping[str, Callable[[ModuleOp], None]] | None = None,
+) -> LowerResult:
+    """Run `pipeline` on `module` in place. `on_ir(pass_name, ir_text)` sees the IR after each pass;
+    `before[pass_name](module)` is called once, right before the first top-level run of that pass.
+
+    Remarks and warnings are collected (rendered `loc: remark: msg`), not printed. A failing pass raises
+    CompileError with the located error; a crashing pass too (naming the pass).
+    """
+    from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
+    from minimlir.tools._diagnostics import SourceFile, from_exception, render
+    from minimlir.tools._pipeline import (
+        IROptions,
+        PassCrash,
+        PassFailure,
+        PassManager,
+        PipelineBuilder,
+        PipelineError,
+        TimerNode,
+        parse_pipeline,
+    )
+    from minimlir.tools.mini_opt import named_pipelines
+
+    ctx = ctx or make_context()
+    source = SourceFile(name, source_text) if source_text is not None else None
+    try:
+        text = pipeline.strip()
+        anchored = text.startswith("builtin.module(")
+        steps = PipelineBuilder(pass_registry(), named_pipelines(), ctx).build(parse_pipeline(text, anchored))
+    except PipelineError as e:
+        e.hint = ""  # not the list of every xDSL pass
+        raise CompileError(e.render().rstrip()) from None
+
+    pending = dict(before or {})
+
+    class _Manager(PassManager):
+        def _run_pass(self, step, target, timer):
+            if target is module and step.name in pending:
+                pending.pop(step.name)(module)
+            super()._run_pass(step, target, timer)
+
+        def _dump(self, when, step, target):  # called after each pass when print_after_all is on
+            if on_ir is not None:
+                on_ir(step.name, self._ir_text(target))
+
+    result = LowerResult(module)
+    timer = TimerNode("root")
+    manager = _Manager(steps, ctx, IROptions(print_after_all=on_ir is not None), timer, snapshots=False)
+
+    def collect(diag: Diagnostic) -> None:
+        result.remarks.append(render(diag, source).rstrip())
+
+    try:
+        with diagnostic_handler(collect):
+            manager.run(module)
+    except PassFailure as f:
+        note = f"\nnote: the IR after pass '{f.step.name}' does not verify" if f.after_verify else ""
+        raise CompileError(render(from_exception(f.error), source).rstrip() + note) from None
+    except PassCrash as c:
+        raise CompileError(f"error: {c} (set MINIMLIR_TRACEBACK=1 and use mini-opt to reproduce)") from c.error
+
+    def walk(node, prefix=""):
+        for child in node.children.values():
+            result.pass_seconds[child.name] = result.pass_seconds.get(child.name, 0.0) + child.seconds
+            walk(child)
+
+    walk(timer)
+    return result
+
+
+def ir_text(module: Operation) -> str:
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# JIT (minimlir.backend.runtime)
+
+
+def _call_with_supported(fn: Callable, *args, **kwargs):
+    """Call `fn`, dropping keyword arguments it does not take (the runtime grows options over time)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn(*args, **kwargs)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return fn(*args, **kwargs)
+    return fn(*args, **{k: v for k, v in kwargs.items() if k in sig.parameters and v is not None})
+
+
+def jit(module: ModuleOp, metadata: Mapping[str, Any], *, params: Mapping[str, np.ndarray],
+        num_threads: int | None, cache: bool):
+    """The runtime's CompiledProgram for an llvm-dialect module and its mem-level metadata."""
+    from minimlir.backend import runtime
+    from minimlir.passes import _llvm_ext
+
+    _llvm_ext.install_llvmlite_hooks()
+    engine = runtime.jit_module(module, cache=cache)
+    program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(params),
+                                   num_threads=num_threads)
+    if num_threads is not None and hasattr(runtime, "set_num_threads"):
+        runtime.set_num_threads(num_threads)
+    return program
+
+
+def _entry_callable(program, entry: str) -> Callable:
+    for getter in (lambda: program[entry], lambda: getattr(program, entry)):
+        try:
+            fn = getter()
+        except (KeyError, TypeError, AttributeError):
+            continue
+        if callable(fn):
+            return fn
+    raise CompileError(f"error: the compiled program has no entry point @{entry}")
+
+
+# --------------------------------------------------------------------------------------------
+# The compiled model
+
+
+class CompiledModel:
+    """A compiled entry point: `m(*arrays, **named) -> list[np.ndarray]` (see the module docstring)."""
+
+    def __init__(self, fn: Callable, entry: str, inputs: list[TensorSpec] | None, outputs: list[TensorSpec] | None,
+                 *, remarks: list[str], timings: dict[str, float], program: Any = None, source: str = ""):
+        self._fn = fn
+        self.entry = entry
+        self.inputs = inputs  # None when compiled from llvm-level IR (the runtime checks the arguments)
+        self.outputs = outputs
+        self.remarks = remarks
+        self.timings = timings  # "import", "lower", "jit", "total" and per pass, in seconds
+        self.program = program
+        self.source = source
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.inputs] if self.inputs is not None else []
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.name for s in self.outputs] if self.outputs is not None else []
+
+    def __repr__(self) -> str:
+        ins = ", ".join(map(str, self.inputs or []))
+        outs = ", ".join(map(str, self.outputs or []))
+        return f"<CompiledModel @{self.entry}({ins}) -> ({outs})>"
+
+    def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[np.ndarray]:
+        """Arguments in signature order, converted and checked (raises InputError)."""
+        if self.inputs is None:
+            if kwargs:
+                raise InputError(f"@{self.entry}: inputs by name need graph-level IR; pass them by position")
+            return [np.asarray(a) for a in args]
+        specs = self.inputs
+        names = [s.name for s in specs]
+        if len(args) > len(specs):
+            raise InputError(
+                f"@{self.entry} takes {len(specs)} input(s) ({', '.join(names)}), got {len(args)} positional"
+            )
+        bound: dict[str, Any] = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                from difflib import get_close_matches
+
+                close = get_close_matches(k, names, 1)
+                hint = f"; did you mean '{close[0]}'?" if close else f" (inputs: {', '.join(names)})"
+                raise InputError(f"@{self.entry} has no input named '{k}'{hint}")
+            if k in bound:
+                raise InputError(f"input '{k}' given both by position and by name")
+            bound[k] = v
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise InputError(f"missing input(s): {', '.join(missing)} (@{self.entry} takes {', '.join(names)})")
+
+        arrays: list[np.ndarray] = []
+        named_dims: dict[str, tuple[int, str]] = {}
+        for spec in specs:
+            arrays.append(self._check(spec, bound[spec.name], named_dims))
+        return arrays
+
+    def _check(self, spec: TensorSpec, value: Any, named_dims: dict[str, tuple[int, str]]) -> np.ndarray:
+        if isinstance(value, np.ndarray):
+            array = value
+        elif hasattr(value, "__dlpack__") and not isinstance(value, (int, float, bool, list, tuple)):
+            try:
+                array = np.from_dlpack(value)
+            except Exception as e:
+                raise InputError(f"input '{spec.name}': cannot read it as an array ({_first_line(e)})") from None
+        else:  # Python scalars and lists take the declared dtype
+            try:
+                array = np.asarray(value, dtype=spec.dtype)
+            except (TypeError, ValueError) as e:
+                raise InputError(f"input '{spec.name}': cannot convert to {spec.dtype} ({_first_line(e)})") from None
+        if array.dtype != spec.dtype:
+            raise InputError(f"input '{spec.name}': expected dtype {spec.dtype}, got {array.dtype}")
+        if array.ndim != len(spec.shape):
+            raise InputError(
+                f"input '{spec.name}': expected rank {len(spec.shape)} {_shape_text(spec)}, "
+                f"got rank {array.ndim} (shape {tuple(array.shape)})"
+            )
+        for i, (want, got) in enumerate(zip(spec.shape, array.shape)):
+            if want is not None and want != got:
+                raise InputError(
+                    f"input '{spec.name}': dim {i} must be {want} {_shape_text(spec)}, got shape {tuple(array.shape)}"
+                )
+            dim_name = spec.dim_names[i] if i < len(spec.dim_names) else ""
+            if want is None and dim_name:
+                seen = named_dims.setdefault(dim_name, (got, spec.name))
+                if seen[0] != got:
+                    raise InputError(
+                        f"input '{spec.name}': dim {i} ('{dim_name}') is {got}, but '{seen[1]}' has {dim_name}={seen[0]}"
+                    )
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        return array
+
+    def __call__(self, *args: Any, out: Sequence[np.ndarray] | None = None, **kwargs: Any) -> list[np.ndarray]:
+        arrays = self.bind(args, kwargs)
+        if out is not None:
+            out = list(out)
+            if self.outputs is not None and len(out) != len(self.outputs):
+                raise InputError(f"out=: {len(self.outputs)} output array(s) expected, got {len(out)}")
+            result = self._fn(*arrays, out=out)
+        else:
+            result = self._fn(*arrays)
+        if isinstance(result, (list, tuple)):
+            return list(result)
+        return [result]
+
+    run = __call__
+
+
+def _shape_text(spec: TensorSpec) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def compile(  # noqa: A001 (the one obvious name)
+    model: Any,
+    *,
+    entry: str | None = None,
+    num_threads: int | None = None,
+    dump_ir: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+    pipeline: str | None = None,
+    params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
+    print_ir: Callable[[str, str], None] | None = None,
+) -> CompiledModel:
+    """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
+
+    `entry`: the function to run (default: ONNX `main`, or the module's only public function).
+    `num_threads`: threads for parallel loops. `dump_ir`: a folder receiving the IR after every pass.
+    `cache`: use the JIT's disk cache. `pipeline`: a pass pipeline replacing `graph-to-llvm`.
+    `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
+    `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
+    """
+    t0 = time.perf_counter()
+    ctx = make_context()
+    loaded = load(model, params=params, ctx=ctx)
+    t_load = time.perf_counter()
+    module = loaded.module
+    entry = pick_entry(module, entry, kind=loaded.kind)
+
+    inputs = outputs = None
+    entry_fn = next((f for f in graph_functions(module) if f.sym_name.data == entry), None)
+    if entry_fn is not None:
+        inputs, outputs = signature(entry_fn)
+    check_params(module, loaded.params, loaded.name)
+
+    dump_dir = Path(dump_ir) if dump_ir is not None else None
+    counter = [0]
+
+    def on_ir(stage: str, text: str) -> None:
+        if dump_dir is not None:
+            (dump_dir / f"{counter[0]:02d}-{stage}.mlir").write_text(text)
+            counter[0] += 1
+        if print_ir is not None:
+            print_ir(stage, text)
+
+    want_ir = dump_dir is not None or print_ir is not None
+    if dump_dir is not None:
+        dump_dir.mkdir(parents=True, exist_ok=True)
+    if want_ir:
+        on_ir("input", ir_text(module))
+
+    from minimlir.backend.runtime import collect_metadata
+
+    found: dict[str, Any] = {}
+
+    def take_metadata(m: ModuleOp) -> None:  # the mem-level signature, before it is expanded to pointers
+        found["metadata"] = collect_metadata(m, entry)
+
+    remarks: list[str] = []
+    timings: dict[str, float] = {"import": t_load - t0}
+    if pipeline is not None or not is_llvm_level(module):
+        if not graph_level(module):
+            take_metadata(module)  # mem-level input: its signature is already the runtime's
+        lowered = lower(
+            module, pipeline if pipeline is not None else DEFAULT_PIPELINE, ctx=ctx, name=loaded.name,
+            on_ir=on_ir if want_ir else None, source_text=loaded.text,
+            before={"convert-mem-to-llvm": take_metadata},
+        )
+        remarks = lowered.remarks
+        timings.update(lowered.pass_seconds)
+    t_lower = time.perf_counter()
+    timings["lower"] = t_lower - t_load
+    if not is_llvm_level(module):
+        raise CompileError(
+            f"error: the pipeline left the module above the llvm dialect (e.g. '{_first_above_llvm(module)}');"
+            " a custom pipeline= must lower to llvm"
+        )
+    if "metadata" not in found:
+        raise CompileError(
+            "error: cannot run a module given in the llvm dialect: the argument types are gone;"
+            " start from graph- or mem-level IR"
+        )
+    program = jit(module, found["metadata"], params=loaded.params, num_threads=num_threads, cache=cache)
+    fn = _entry_callable(program, entry)
+    t_end = time.perf_counter()
+    timings["jit"] = t_end - t_lower
+    timings["total"] = t_end - t0
+    return CompiledModel(fn, entry, inputs, outputs, remarks=remarks, timings=timings, program=program,
+                         source=loaded.name)
+
+
+def _first_above_llvm(module: ModuleOp) -> str:
+    return next((op.name for op in module.walk() if op is not module and not op.name.startswith("llvm.")), "?")
+
+
+_ = builtins  # `compile` shadows the builtin inside this module only
