@@ -25,12 +25,17 @@ def init_llvm() -> None:
 
 
 @functools.cache
-def load_libm() -> str | None:
-    """Make libm's symbols (tanhf, erff, …) visible to MCJIT's symbol resolver."""
-    path = ctypes.util.find_library("m")
-    if path is not None:
-        llvm.load_library_permanently(path)
-    return path
+def load_libm() -> list[str]:
+    """Make libm's symbols (tanhf, erff, …) and libgcc's (`__powisf2`, which LLVM emits for
+    llvm.powi) visible to MCJIT's symbol resolver. MCJIT turns a symbol it cannot find into
+    a null address, so a missing library would be a segfault at call time."""
+    loaded = []
+    for lib in ("m", "gcc_s"):
+        path = ctypes.util.find_library(lib)
+        if path is not None:
+            llvm.load_library_permanently(path)
+            loaded.append(path)
+    return loaded
 
 
 @functools.cache

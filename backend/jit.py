@@ -72,7 +72,24 @@ def to_llvm_ir(module: ModuleOp) -> str:
         ir_module = convert_module(module, fallback_target_triple=_target.host_triple())
     except (NotImplementedError, KeyError, AssertionError, TypeError) as e:
         raise CompileError(f"cannot translate to LLVM IR: {e}") from e
+    # xDSL's translation drops the linkage: restore it (internal lets LLVM inline and drop)
+    for op in module.ops:
+        if isinstance(op, llvm_d.FuncOp) and op.body.blocks:
+            linkage = op.linkage.linkage.data
+            if linkage in ("internal", "private"):
+                ir_module.get_global(op.sym_name.data).linkage = linkage
     return str(ir_module)
+
+
+def check_symbols(mod: llvm.ModuleRef) -> None:
+    """Every external function the module calls must exist in this process (MCJIT would
+    otherwise resolve it to address 0 and the call would crash)."""
+    for fn in mod.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            if not llvm.address_of_symbol(fn.name):
+                raise CompileError(
+                    f"unresolved external function '{fn.name}' (not in this process or libm)"
+                )
 
 
 def parse_ir(ir_text: str) -> llvm.ModuleRef:
@@ -118,11 +135,13 @@ def _ctype(t: Attribute) -> Any:
 
 
 def signatures(module: ModuleOp) -> dict[str, llvm_d.LLVMFunctionType]:
-    """Function types of the functions defined in `module`."""
+    """Function types of the functions defined in `module` with external linkage."""
     return {
         op.sym_name.data: op.function_type
         for op in module.ops
-        if isinstance(op, llvm_d.FuncOp) and op.body.blocks
+        if isinstance(op, llvm_d.FuncOp)
+        and op.body.blocks
+        and op.linkage.linkage.data not in ("internal", "private")
     }
 
 
@@ -197,6 +216,7 @@ def compile_module(
         tm = _target.target_machine(opt_level)
         if cache is False:
             mod = parse_ir(ir_text)
+            check_symbols(mod)
             optimize(mod, tm, opt_level)
             opt_ir = str(mod)
             engine = llvm.create_mcjit_compiler(mod, tm)
@@ -210,6 +230,7 @@ def compile_module(
             obj, opt_ir = entry
             return CompiledModule(_engine_from_object(obj, tm), sigs, opt_ir, tm, cache_hit=True)
         mod = parse_ir(ir_text)
+        check_symbols(mod)
         optimize(mod, tm, opt_level)
         opt_ir = str(mod)
         obj = tm.emit_object(mod)
@@ -222,6 +243,7 @@ def compile_ir(ir_text: str, opt_level: int = 3) -> llvm.ExecutionEngine:
     with _llvm_lock:
         tm = _target.target_machine(opt_level)
         mod = parse_ir(ir_text)
+        check_symbols(mod)
         optimize(mod, tm, opt_level)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()

@@ -266,3 +266,35 @@ def test_unknown_function_name():
     cm = compile_module(lower(SUM_LOOP), cache=False)
     with pytest.raises(KeyError, match="no function 'nope'"):
         cm.get_function("nope")
+
+
+def test_unresolved_external_is_an_error_not_a_crash():
+    text = """
+    func.func private @no_such_function_anywhere(f32) -> f32
+    func.func @f(%x: f32) -> f32 {
+      %0 = func.call @no_such_function_anywhere(%x) : (f32) -> f32
+      func.return %0 : f32
+    }
+    """
+    with pytest.raises(CompileError, match="unresolved external function 'no_such_function_anywhere'"):
+        compile_module(lower(text), cache=False)
+
+
+def test_private_functions_get_internal_linkage():
+    text = """
+    func.func private @helper(%x: i32) -> i32 {
+      %c = arith.constant 3 : i32
+      %0 = arith.muli %x, %c : i32
+      func.return %0 : i32
+    }
+    func.func @f(%x: i32, %n: i64) -> f32 {
+      %0 = func.call @helper(%x) : (i32) -> i32
+      %1 = arith.sitofp %0 : i32 to f32
+      %2 = math.fpowi %1, %n : f32, i64
+      func.return %2 : f32
+    }
+    """
+    cm = compile_module(lower(text), cache=False)
+    assert "define internal" not in cm.llvm_ir or "helper" not in cm.llvm_ir  # inlined away
+    assert cm.function_names == ["f"]
+    assert cm.get_function("f")(2, 3) == 216.0  # llvm.powi -> __powisf2 from libgcc
