@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import UnregisteredOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -52,6 +53,13 @@ def as_memref(t: TensorType) -> MemRefType:
     return MemRefType(t.element_type, t.get_shape())
 
 
+def _op_name(op: Operation) -> str:
+    """The op's name, also for ops of unregistered dialects (parsed in generic form)."""
+    if isinstance(op, UnregisteredOp):
+        return op.op_name.data
+    return op.name
+
+
 def _kernel_name(op: Operation) -> str:
     return op.name.split(".", 1)[1]
 
@@ -69,11 +77,12 @@ class GraphLegalizePass(ModulePass):
         graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and not loop.is_kernel(f)]
         for f in graph_funcs:
             for g_op in list(f.walk()):
-                if g_op.dialect_name() != "graph" or isinstance(g_op, KEPT):
+                op_name = _op_name(g_op)
+                if not op_name.startswith("graph.") or isinstance(g_op, KEPT):
                     continue
                 legalization = LEGALIZATIONS.get(type(g_op))
                 if legalization is None:
-                    emit_error(g_op, f"failed to legalize operation '{g_op.name}'")
+                    emit_error(g_op, f"failed to legalize operation '{op_name}'")
                 key = legalization.kernel_key(g_op)
                 tensor_args = [v for v in g_op.operands if isinstance(v.type, TensorType)]
                 if key not in kernels:
