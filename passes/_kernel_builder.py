@@ -195,7 +195,9 @@ class Emitter:
         """pred in eq/ne/lt/le/gt/ge: ordered float compare, signed integer compare (i1: unsigned)."""
         if is_float(a.type):
             return self.emit(arith.CmpfOp(a, b, "o" + pred if pred != "ne" else "une"))
-        ipred = pred if pred in ("eq", "ne") else "s" + pred
+        t = element_type(a.type)
+        sign = "u" if isinstance(t, IntegerType) and t.width.data == 1 else "s"  # false < true
+        ipred = pred if pred in ("eq", "ne") else sign + pred
         return self.emit(arith.CmpiOp(a, b, ipred))
 
     def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
