@@ -175,6 +175,16 @@ class LocatingParser(Parser):
             op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(col))
         return op
 
+    def _first_forward_use(self) -> int | None:
+        """Offset of the first op using a never-defined value (xDSL would point at the end of input)."""
+        for refs in self.forward_ssa_references.values():
+            for value in refs.values():
+                for use in value.uses:
+                    loc = use.operation.location
+                    if isinstance(loc, FileLineColLoc) and loc.filename == self._file:
+                        return self._line_starts[loc.line.data - 1] + loc.column.data - 1
+        return None
+
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         if not allow_implicit_module:
             return super().parse_module(False)
@@ -192,7 +202,7 @@ class LocatingParser(Parser):
             self.raise_error("expected an operation")
         if self.forward_ssa_references:
             names = ", ".join("%" + n for n in self.forward_ssa_references)
-            self.raise_error(f"values used but not defined: [{names}]")
+            self.raise_error(f"values used but not defined: [{names}]", self._first_forward_use())
         if len(ops) == 1 and isinstance(ops[0], ModuleOp):
             return ops[0]
         return ModuleOp(ops)
@@ -485,7 +495,10 @@ class MiniOptMain(xDSLOptMain):
             return parser.parse_module(not self.args.no_implicit_module)
         except ParseError as e:
             line, col = parser.line_col(e.span.start)
-            diag = error_at(name, line, col, e.msg, max(1, min(e.span.end - e.span.start, 80)))
+            msg = e.msg.strip() or "syntax error"
+            if e.msg.startswith(" ") and e.span.start >= len(chunk.rstrip()):
+                msg = f"unexpected end of input {msg}"  # xDSL's `expect(..., " in block definition")`
+            diag = error_at(name, line, col, msg, max(1, min(e.span.end - e.span.start, 80)))
             if isinstance(e, MultipleSpansParseError):
                 for span, msg in e.refs:
                     r_line, r_col = parser.line_col(span.start)
