@@ -435,7 +435,11 @@ def lower(
 
     result = LowerResult(module)
     timer = TimerNode("root")
-    manager = _Manager(steps, ctx, IROptions(print_after_all=on_ir is not None), timer, snapshots=False)
+    # Verifying after every pass costs about half the lowering time on a real model: verify once at
+    # the end unless MINIMLIR_VERIFY_EACH=1 (mini-opt always verifies each pass, for pass authors).
+    verify_each = os.environ.get("MINIMLIR_VERIFY_EACH") == "1"
+    manager = _Manager(steps, ctx, IROptions(print_after_all=on_ir is not None), timer,
+                       verify_each=verify_each, snapshots=False)
 
     def collect(diag: Diagnostic) -> None:
         result.remarks.append(render(diag, source).rstrip())
@@ -448,6 +452,18 @@ def lower(
         raise CompileError(render(from_exception(f.error), source).rstrip() + note) from None
     except PassCrash as c:
         raise CompileError(f"error: {c} (set MINIMLIR_TRACEBACK=1 and use mini-opt to reproduce)") from c.error
+    if not verify_each:
+        from minimlir.tools._diagnostics import verify_located
+
+        start = time.perf_counter()
+        try:
+            verify_located(module)
+        except DiagnosticException as e:
+            raise CompileError(
+                render(from_exception(e), source).rstrip()
+                + "\nnote: the IR after the pipeline does not verify (MINIMLIR_VERIFY_EACH=1 finds the pass)"
+            ) from None
+        timer.child("Verifier").seconds += time.perf_counter() - start
 
     def walk(node, prefix=""):
         for child in node.children.values():
