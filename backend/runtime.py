@@ -22,15 +22,37 @@ dims that share a name, presence of params) runs in Python BEFORE native code ru
 the argument: `input 'x': expected shape (?, 3) but got (2, 4)`. Arrays cross by pointer;
 a non-contiguous input is an error unless the program was built with `allow_copy=True`.
 Outputs the native code allocates are wrapped as NumPy arrays whose owner calls libc `free`
-when the last view dies.
+when the last view dies. Native status codes: 0 ok, 1 an out= array has the wrong (dynamic)
+shape (ArgumentError naming the result), 2 out of memory (MemoryError); on a non-zero status
+the native code has freed its own buffers and the runtime frees the results it allocated.
+
+Compile cache. `compile_mlir_text` keys a disk entry (backend/cache.py) by the input text,
+pipeline, entry, minimlir version, a fingerprint of minimlir's sources, opt level and the
+host CPU/toolchain (`compile_key`). A hit loads the object code into MCJIT with the stored
+metadata, remarks and warnings: no parsing, no xDSL pass. `cache=True` uses
+$MINIMLIR_CACHE_DIR or ~/.cache/minimlir, `cache=path` that folder, `cache=False` nothing.
+`compile_stats()` counts hits, misses and the passes run in this process.
+
+Diagnostics. Pass remarks (mem-plan's `peak bytes: …`) are collected on `program.remarks`,
+warnings on `program.warnings` (and re-emitted as Python `CompileWarning`s); nothing is
+printed. Bad IR, a failing or crashing pass, and LLVM errors raise `CompileError` with a
+`file:line:col: error: …` message that names the pass.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
 import os
+import warnings as _warnings
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +60,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
+from minimlir.backend.jit import CompileError
 from minimlir.passes._memref_abi import (
     PARAM_ATTR,
     is_entry,
@@ -55,6 +78,25 @@ class ArgumentError(ValueError):
 
 class NativeError(RuntimeError):
     """The native function returned a non-zero status."""
+
+
+class CompileWarning(UserWarning):
+    """A warning a pass emitted while compiling (also kept on `CompiledProgram.warnings`)."""
+
+
+__all__ = [
+    "ArgumentError",
+    "CompileError",
+    "CompileWarning",
+    "CompiledProgram",
+    "NativeError",
+    "collect_metadata",
+    "compile_key",
+    "compile_mlir_text",
+    "compile_stats",
+]
+
+STATUS_OK, STATUS_BAD_OUT, STATUS_NO_MEMORY = 0, 1, 2
 
 
 # ------------------------------------------------------------------------------ metadata
@@ -254,21 +296,32 @@ class NativeFunction:
         sig = ", ".join(f"{a['name']}: {a['dtype']}{_shape_str(a['shape'])}" for a in self.inputs)
         return f"<minimlir function {self.name}({sig})>"
 
+    def _expected(self) -> str:
+        """`expected inputs: x: float32(?, 3), y: float32(3,)` (params are bound, not passed)."""
+        if not self.inputs:
+            return "expected no inputs"
+        listed = ", ".join(f"{a['name']}: {a['dtype']}{_shape_str(a['shape'])}" for a in self.inputs)
+        return f"expected input(s): {listed}"
+
     def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
-        if len(args) > len(self.inputs):
+        n = len(self.inputs)
+        if len(args) > n:
             raise ArgumentError(
-                f"{self.name}() takes {len(self.inputs)} input(s), got {len(args)} positional"
+                f"{self.name}() takes {n} input(s) but {len(args)} were given; {self._expected()}"
             )
         values: dict[str, Any] = {a["name"]: v for a, v in zip(self.inputs, args)}
         for key, v in kwargs.items():
             if key not in {a["name"] for a in self.inputs}:
-                raise ArgumentError(f"{self.name}() got an unexpected input '{key}'")
+                raise ArgumentError(f"{self.name}() got an unexpected input '{key}'; {self._expected()}")
             if key in values:
                 raise ArgumentError(f"{self.name}() got input '{key}' twice")
             values[key] = v
         missing = [a["name"] for a in self.inputs if a["name"] not in values]
         if missing:
-            raise ArgumentError(f"{self.name}(): missing input(s) {', '.join(repr(m) for m in missing)}")
+            raise ArgumentError(
+                f"{self.name}(): missing input(s) {', '.join(repr(m) for m in missing)}; "
+                f"{self._expected()}"
+            )
         return [values[a["name"]] for a in self.inputs]
 
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
@@ -341,10 +394,12 @@ class NativeFunction:
         for r, off, o in zip(self.results, offsets, outs):
             if o is None and slots[off]:
                 owned.append(slots[off])
-        if status != 0:
+        if status != STATUS_OK:
             for ptr in owned:
                 _release(ptr)
-            if status == 1:
+            if status == STATUS_NO_MEMORY:
+                raise MemoryError(f"{self.name}(): out of memory (a native allocation failed)")
+            if status == STATUS_BAD_OUT:
                 for r, off, o in zip(self.results, offsets, outs):
                     if o is None:
                         continue
@@ -382,6 +437,10 @@ class CompiledProgram:
         self.engine = engine
         self.metadata = metadata
         self.allow_copy = allow_copy
+        self.remarks: list[str] = []  # `file:line:col: remark: msg` from the passes
+        self.warnings: list[str] = []
+        self.cache_hit = False
+        self.cache_key: str | None = None
         self._params: dict[str, np.ndarray] = {}
         if params is not None:
             self.bind_params(params)
@@ -442,6 +501,29 @@ def _address(engine: Any, name: str) -> int:
 # ------------------------------------------------------------------------------ compile
 
 
+@dataclass
+class CompileStats:
+    """This process's compile_mlir_text counters (tests tell hits from misses with them)."""
+
+    compiles: int = 0
+    hits: int = 0
+    misses: int = 0
+    parses: int = 0
+    passes_run: int = 0  # every pass run_pipeline ran (nested ones included)
+
+
+_STATS = CompileStats()
+
+
+def compile_stats() -> CompileStats:
+    return _STATS
+
+
+def reset_compile_stats() -> None:
+    global _STATS
+    _STATS = CompileStats()
+
+
 def _context():
     from xdsl.context import Context
 
@@ -460,30 +542,248 @@ def _context():
     return ctx
 
 
-def run_pipeline(module: ModuleOp, pipeline: str, ctx=None, before: Mapping[str, Any] | None = None) -> None:
+def _render(exc: Any, source: Any) -> str:
+    from minimlir.tools._diagnostics import from_exception, render
+
+    return render(from_exception(exc), source).rstrip()
+
+
+def _one_line(diag: Any) -> str:
+    from minimlir.passes._diagnostics import format_location
+
+    lines = [f"{format_location(d.location)}: {d.severity}: {d.message}" for d in (diag, *diag.notes)]
+    return "\n".join(lines)
+
+
+def run_pipeline(
+    module: ModuleOp,
+    pipeline: str,
+    ctx=None,
+    before: Mapping[str, Any] | None = None,
+    diagnostics: list[Any] | None = None,
+    source_text: str | None = None,
+    filename: str = "<input>",
+) -> None:
     """Run a pass pipeline (names, named pipelines, options) on `module` in place.
 
     `before`: pass name -> callback(module), called once right before the first run of that pass
-    (compile_mlir_text collects the runtime metadata before convert-mem-to-llvm)."""
+    (compile_mlir_text collects the runtime metadata before convert-mem-to-llvm).
+    `diagnostics`: if given, remarks and warnings are appended to it (passes/_diagnostics.py
+    Diagnostic objects) instead of being printed. A bad pipeline, a failing pass and a crashing
+    pass raise CompileError (`file:line:col: error: …` + `note: in pass '…'`)."""
+    from contextlib import nullcontext
+
     from xdsl.transforms import get_all_passes
 
-    from minimlir.tools._pipeline import IROptions, PassManager, PipelineBuilder, PassStep, parse_pipeline
+    from minimlir.passes._diagnostics import diagnostic_handler
+    from minimlir.tools._diagnostics import SourceFile
+    from minimlir.tools._pipeline import (
+        IROptions,
+        PassCrash,
+        PassFailure,
+        PassManager,
+        PassStep,
+        PipelineBuilder,
+        PipelineError,
+        parse_pipeline,
+        walk_steps,
+    )
     from minimlir.tools.mini_opt import named_pipelines, our_passes
 
     ctx = ctx or _context()
     available = dict(get_all_passes())
     for name, cls in our_passes().items():
         available[name] = lambda c=cls: c
-    steps = PipelineBuilder(available, named_pipelines(), ctx).build(parse_pipeline(pipeline))
+    try:
+        text = pipeline.strip()
+        anchored = text.startswith("builtin.module(")
+        steps = PipelineBuilder(available, named_pipelines(), ctx).build(parse_pipeline(text, anchored))
+    except PipelineError as e:
+        e.hint = ""  # not the list of every xDSL pass
+        raise CompileError(f"invalid pipeline '{pipeline}': {e.render().rstrip()}") from None
+    source = SourceFile(filename, source_text) if source_text is not None else None
     pending = dict(before or {})
-    for step in steps:
-        if isinstance(step, PassStep) and step.name in pending:
-            pending.pop(step.name)(module)
-        PassManager([step], ctx, IROptions(), verify_each=True, snapshots=False).run(module)
+    handler = diagnostic_handler(diagnostics.append) if diagnostics is not None else nullcontext()
+    with handler:
+        for step in steps:
+            if isinstance(step, PassStep) and step.name in pending:
+                pending.pop(step.name)(module)
+            _STATS.passes_run += sum(1 for _ in walk_steps([step]))
+            try:
+                PassManager([step], ctx, IROptions(), verify_each=True, snapshots=False).run(module)
+            except PassFailure as f:
+                what = "left IR that does not verify" if f.after_verify else "failed"
+                err = CompileError(f"{_render(f.error, source)}\nnote: pass '{f.step.name}' {what}")
+                err.pass_name = f.step.name
+                raise err from None
+            except PassCrash as c:
+                err = CompileError(
+                    f"error: pass '{c.step.name}' crashed: {type(c.error).__name__}: {c.error} "
+                    f"(a compiler bug; reproduce with mini-opt -p '{c.path}')"
+                )
+                err.pass_name = c.step.name
+                raise err from c.error
 
 
 def _is_llvm_module(module: ModuleOp) -> bool:
     return all(op.name.startswith("llvm.") for op in module.ops)
+
+
+# ---------------------------------------------------------------- compile cache key
+
+_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.tools")
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """sha256 over (path, size, mtime) of every .py file of minimlir's passes, dialects, backend
+    and tools: editing a pass (or the pipeline runner) invalidates the compile cache. Computed
+    once per process (a stat per file, no reading)."""
+    parts: list[str] = []
+    for name in _FINGERPRINT_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        roots = (spec.submodule_search_locations or ()) if spec is not None else ()
+        for root in roots:
+            base = Path(root)
+            for f in sorted(base.rglob("*.py")):
+                try:
+                    st = f.stat()
+                except OSError:
+                    continue
+                parts.append(f"{name}/{f.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}")
+    from minimlir.backend import cache as _cache
+
+    return _cache.digest(parts)
+
+
+@functools.cache
+def _versions() -> tuple[str, ...]:
+    out = []
+    for dist in ("minimlir", "xdsl"):
+        try:
+            out.append(f"{dist}={importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            out.append(f"{dist}=unknown")
+    return tuple(out)
+
+
+def compile_key(
+    text: str,
+    pipeline: str,
+    entry: str | Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    opt_level: int = 3,
+) -> str:
+    """The compile cache key of compile_mlir_text (see the module docstring). The number of
+    threads is not part of it: the same code runs with any pool size."""
+    from minimlir.backend import cache as _cache
+
+    entries = [entry] if isinstance(entry, str) else sorted(entry) if entry is not None else None
+    return _cache.digest(
+        (
+            "minimlir-compile",
+            text,
+            pipeline,
+            json.dumps(entries),
+            json.dumps(metadata, sort_keys=True) if metadata is not None else "",
+            *_versions(),
+            source_fingerprint(),
+            *_cache.host_parts(),
+            str(opt_level),
+        )
+    )
+
+
+def _print_module(module: ModuleOp) -> str:
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------- compile
+
+
+def _parse(ctx: Any, text: str, filename: str) -> ModuleOp:
+    """Parse with a location on every op (so diagnostics say file:line:col), then verify."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    from minimlir.tools._diagnostics import SourceFile, verify_located
+    from minimlir.tools.mini_opt import LocatingParser
+
+    _STATS.parses += 1
+    parser = None
+    try:
+        parser = LocatingParser(ctx, text, filename)
+        module = parser.parse_module()
+    except ParseError as e:
+        line = text.count("\n", 0, e.span.start) + 1
+        col = e.span.start - (text.rfind("\n", 0, e.span.start) + 1) + 1
+        raise CompileError(f"{filename}:{line}:{col}: error: {e.msg.strip() or 'syntax error'}") from None
+    except (DiagnosticException, RecursionError, Exception) as e:
+        offset = parser.current_offset() if parser is not None else 0
+        line = text.count("\n", 0, offset) + 1
+        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        msg = str(e.args[0]) if isinstance(e, DiagnosticException) and e.args else f"{type(e).__name__}: {e}"
+        raise CompileError(f"{filename}:{line}:{col}: error: {msg}") from None
+    try:
+        verify_located(module)
+    except DiagnosticException as e:
+        raise CompileError(_render(e, SourceFile(filename, text))) from None
+    return module
+
+
+def _load_hit(entry: Any) -> Any | None:
+    """A CompiledModule from a cached compile entry, or None if it cannot be used here (an
+    external symbol it calls is not resolvable in this process: then recompile)."""
+    import llvmlite.binding as llvm
+
+    from minimlir.backend import _target, jit
+
+    meta = entry.meta
+    if not isinstance(meta, dict) or not isinstance(meta.get("metadata"), dict):
+        return None
+    _target.init_llvm()
+    _load_symbol_providers()
+    for name in meta.get("externals", ()):
+        if not llvm.address_of_symbol(name):
+            return None
+    with jit._llvm_lock:
+        tm = _target.target_machine(int(meta.get("opt_level", 3)))
+        engine = jit._engine_from_object(entry.obj, tm)
+    return jit.CompiledModule(engine, {}, entry.ir, tm, cache_hit=True)
+
+
+def _load_symbol_providers() -> None:
+    """Modules that register symbols generated code calls (the thread pool), if present."""
+    for name in ("minimlir.backend.parallel",):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
+    """llvm-dialect module -> (CompiledModule, object code, external symbols it calls)."""
+    from minimlir.backend import _target, jit
+    from minimlir.passes import _llvm_ext
+
+    _llvm_ext.install_llvmlite_hooks()
+    sigs = jit.signatures(module)
+    ir_text = jit.to_llvm_ir(module)
+    with jit._llvm_lock:
+        tm = _target.target_machine(opt_level)
+        mod = jit.parse_ir(ir_text)
+        jit.check_symbols(mod)
+        externals = sorted(
+            fn.name for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")
+        )
+        jit.optimize(mod, tm, opt_level)
+        opt_ir = str(mod)
+        obj = tm.emit_object(mod)
+        engine = jit._engine_from_object(obj, tm)
+    return jit.CompiledModule(engine, sigs, opt_ir, tm), obj, externals
 
 
 def compile_mlir_text(
@@ -494,38 +794,78 @@ def compile_mlir_text(
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     allow_copy: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    filename: str = "<input>",
+    opt_level: int = 3,
 ) -> CompiledProgram:
     """Parse (if text), lower with `pipeline` (unless already llvm dialect), JIT, wrap.
 
-    `metadata` is needed only for input already in the llvm dialect (where types are gone)."""
-    from minimlir.passes import _llvm_ext as ext
+    `cache`: True ($MINIMLIR_CACHE_DIR or ~/.cache/minimlir), a folder, or False. A hit skips
+    parsing, every pass and LLVM (see the module docstring). `metadata` is needed only for
+    input already in the llvm dialect (where types are gone). `filename` names the text in
+    diagnostics. Errors raise CompileError; remarks/warnings land on the program."""
+    from minimlir.backend import cache as _cache
+
+    _STATS.compiles += 1
+    is_text = isinstance(text_or_module, str)
+    directory = None if cache is False else _cache.cache_dir(None if cache is True else Path(cache))
+    key = None
+    if directory is not None:
+        key_text = text_or_module if is_text else _print_module(text_or_module)
+        key = compile_key(key_text, pipeline, entry, metadata, opt_level)
+        hit = _cache.load_entry(directory, key)
+        engine = _load_hit(hit) if hit is not None else None
+        if engine is not None:
+            _STATS.hits += 1
+            meta = hit.meta
+            program = CompiledProgram(engine, meta["metadata"], params=params, allow_copy=allow_copy)
+            _finish(program, meta.get("remarks", []), meta.get("warnings", []), key, True)
+            return program
+        _STATS.misses += 1
 
     ctx = _context()
-    if isinstance(text_or_module, str):
-        from xdsl.parser import Parser
-
-        module = Parser(ctx, text_or_module, "<input>").parse_module()
-    else:
-        module = text_or_module.clone()
+    module = _parse(ctx, text_or_module, filename) if is_text else text_or_module.clone()
+    diagnostics: list[Any] = []
     if _is_llvm_module(module):
         if metadata is None:
             raise ArgumentError("a module already in the llvm dialect needs metadata= (collect_metadata)")
     else:
         found: dict[str, Any] = {}
+        before = {}
         if metadata is None:
 
             def collect(m: ModuleOp) -> None:  # the mem-level signatures, before they are expanded
                 found["metadata"] = collect_metadata(m, entry)
 
-            run_pipeline(module, pipeline, ctx, before={"convert-mem-to-llvm": collect})
+            before["convert-mem-to-llvm"] = collect
+        run_pipeline(module, pipeline, ctx, before, diagnostics,
+                     text_or_module if is_text else None, filename)
+        if metadata is None:
             if "metadata" not in found:
                 raise ArgumentError(f"pipeline '{pipeline}' does not run convert-mem-to-llvm")
             metadata = found["metadata"]
-        else:
-            run_pipeline(module, pipeline, ctx)
-    ext.install_llvmlite_hooks()
-    engine = jit_module(module, cache=cache)
-    return CompiledProgram(engine, metadata, params=params, allow_copy=allow_copy)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if errors:
+        raise CompileError("\n".join(_one_line(d) for d in errors))
+    remarks = [_one_line(d) for d in diagnostics if d.severity == "remark"]
+    warned = [_one_line(d) for d in diagnostics if d.severity == "warning"]
+    engine, obj, externals = _codegen(module, opt_level)
+    if directory is not None and key is not None:
+        blob = {"metadata": metadata, "remarks": remarks, "warnings": warned,
+                "externals": externals, "opt_level": opt_level}
+        _cache.store(directory, key, obj, engine.llvm_ir, blob)
+    program = CompiledProgram(engine, metadata, params=params, allow_copy=allow_copy)
+    _finish(program, remarks, warned, key, False)
+    return program
+
+
+def _finish(program: CompiledProgram, remarks: list[str], warned: list[str], key: str | None,
+            hit: bool) -> None:
+    program.remarks = list(remarks)
+    program.warnings = list(warned)
+    program.cache_key = key
+    program.cache_hit = hit
+    for w in warned:
+        _warnings.warn(w, CompileWarning, stacklevel=3)
 
 
 def jit_module(module: ModuleOp, cache: bool | str | os.PathLike[str] = True) -> Any:
