@@ -1,0 +1,457 @@
+"""The default schedule: heuristics that make an untuned kernel fast (TVM's default schedules /
+MetaSchedule's first candidate), every choice a knob of a dataclass so a tuner can search them.
+
+    from minimlir.passes._default_schedule import ScheduleConfig, schedule_module
+    schedule_module(module, ScheduleConfig.for_host())          # all kernels
+    schedule_kernel(kernel, cfg)                                # one kernel
+
+Per kernel, the first matching rule applies (block names are the legalizer's, see
+passes/graph_legalize.py):
+
+  * matmul (block "matmul", loops [batch…, i, j, k], one reduce var last): register blocking
+        i -> (i0, i1, i2) = (·, mc/mr, mr)    j -> (j0, j1, j2) = (·, nv, W)    k -> (k0, k1) = (·, kc)
+        order  i0 k0 j0 i1 k1 i2 j1 j2     i0 parallel, i2 j1 unrolled, j2 vector (W lanes)
+    the init is hoisted in front of k0 (decompose-reduction), so the k1 loop body is mr·nv
+    vector FMAs on an accumulator tile LLVM keeps in registers; elementwise consumers fused into
+    the kernel are computed per i0 row block (reverse-compute-at), then vectorized.
+  * conv2d (block "conv2d", loops n co oh ow ci kh kw): ow -> (ow0, ow1) with ow1 = W when the
+    input reads along ow are unit-stride (vector), co -> (co0, co1 = cr) unrolled, reduction
+    (ci, kh, kw) inside; n·co0 parallel; init hoisted; consumers per co0 tile.
+  * anything else: parallelize the outermost loop that legally can be (per top-level nest),
+    vectorize the innermost loop when legal (and long enough).
+
+Every step is tried under a snapshot: a primitive the kernel refuses (ScheduleError) leaves the
+IR as it was and the heuristics fall back, so any kernel stays correct.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import AnyFloat, ModuleOp
+from xdsl.ir import Operation
+
+from minimlir.dialects import loop, mem
+from minimlir.passes._affine import affine_of
+from minimlir.passes._schedule import Schedule, ScheduleError, const_index
+
+
+@dataclass(frozen=True)
+class MatmulKnobs:
+    """Register tile mr x (nv*W), cache tiles mc (rows per parallel chunk) and kc (reduction)."""
+
+    mr: int = 6
+    nv: int = 2
+    mc: int = 48
+    kc: int = 256
+    unroll_rows: bool = True
+    accumulate_in_registers: bool = True
+    fma: bool = True
+    parallel: bool = True
+
+
+@dataclass(frozen=True)
+class ConvKnobs:
+    """Output tile: cr output channels (unrolled) x W output columns (one vector)."""
+
+    cr: int = 4
+    fma: bool = True
+    parallel: bool = True
+    vectorize: bool = True
+
+
+@dataclass(frozen=True)
+class GenericKnobs:
+    parallel: bool = True
+    vectorize: bool = True
+    min_vector_extent: int = 8  # static innermost extents below this stay scalar
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """All knobs of the default schedule. `width` is the vector width in f32 lanes."""
+
+    width: int = 8
+    matmul: MatmulKnobs = field(default_factory=MatmulKnobs)
+    conv2d: ConvKnobs = field(default_factory=ConvKnobs)
+    generic: GenericKnobs = field(default_factory=GenericKnobs)
+    fuse_consumers: bool = True
+
+    @staticmethod
+    def for_host() -> ScheduleConfig:
+        return ScheduleConfig(width=host_vector_width())
+
+    def replace(self, **changes) -> ScheduleConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@functools.cache
+def host_vector_width() -> int:
+    """f32 lanes of the widest vector unit: 16 with AVX-512F, 8 with AVX2 (or AVX), else 4."""
+    try:
+        import llvmlite.binding as llvm
+
+        from minimlir.backend import _target
+
+        _target.init_llvm()
+        feats = llvm.get_host_cpu_features()
+    except Exception:  # noqa: BLE001 - no host info: a safe default
+        return 8
+    if feats.get("avx512f", False):
+        return 16
+    if feats.get("avx2", False) or feats.get("avx", False):
+        return 8
+    return 4
+
+
+# ----------------------------------------------------------------------------------------------
+# Transactions: try a group of primitives, roll the kernel back if one refuses.
+
+
+# Why steps were refused (kernel, message), newest last: for debugging and for tests.
+REFUSALS: list[str] = []
+
+
+def _attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object]) -> bool:
+    """Run fn(Schedule(kernel)); on ScheduleError restore the kernel body and return False."""
+    backup = kernel.body.clone()
+    try:
+        fn(Schedule(kernel))
+        kernel.verify()
+        return True
+    except (ScheduleError, AssertionError, ValueError, IndexError) as e:
+        REFUSALS.append(f"@{kernel.sym_name.data}: {type(e).__name__}: {e}")
+        kernel.body.detach_block(kernel.body.block).erase(safe_erase=False)
+        blk = backup.detach_block(backup.block)
+        kernel.body.add_block(blk)
+        return False
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _direct_loops(blk: loop.BlockOp) -> list[loop.ForOp] | None:
+    """The block's loops if they are exactly one per iteration var, in order, each binding
+    the loop variable itself (the legalizer's untouched shape)."""
+    loops = loop.block_loops(blk)
+    if len(loops) != len(blk.bindings):
+        return None
+    for l, b in zip(loops, blk.bindings):
+        if b is not l.induction_var:
+            return None
+        if const_index(l.lb) != 0 or const_index(l.step) != 1:
+            return None
+    return loops
+
+
+def _contract_fma(blk: loop.BlockOp) -> None:
+    """acc + a*b (arith.addf of an arith.mulf with one use) -> math.fma(a, b, acc)."""
+    for op in list(blk.body.block.ops):
+        if not isinstance(op, arith.AddfOp) or not isinstance(op.result.type, AnyFloat):
+            continue
+        for mul_side, acc in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            m = mul_side.owner
+            if isinstance(m, arith.MulfOp) and mul_side.has_one_use():
+                fma = math.FmaOp(m.lhs, m.rhs, acc)
+                from xdsl.rewriter import InsertPoint, Rewriter
+
+                Rewriter.insert_op(fma, InsertPoint.before(op))
+                op.result.replace_all_uses_with(fma.result)
+                op.detach()
+                op.erase()
+                m.detach()
+                m.erase()
+                break
+
+
+def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], name: str) -> None:
+    """Accumulate the output tile in a local buffer (TVM's cache_write to "local"):
+
+        for k1 { for t... { blk: C[v] = f(C[v], ...) } }
+     ->
+        for t... { name_in: acc[t] = C[v] }              (before the reduction loop)
+        for k1 { for t... { blk: acc[t] = f(acc[t], ...) } }
+        for t... { name_out: C[v] = acc[t] }             (after it)
+
+    `tile` gives the static extents of the loops under the reduction loop k1 (the loops right
+    around the block, innermost last); the last one is a vector of W lanes inside loop j1, so acc
+    is mr x (nv*W). acc is indexed by the tile loops' own variables: after full unrolling every
+    access is at a constant offset and LLVM's SROA keeps the tile in registers."""
+    from xdsl.dialects.builtin import MemRefType
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from minimlir.passes._schedule import emit, iconst
+
+    loops = loop.block_loops(blk)
+    red, t_loops = loops[-1 - len(tile)], loops[-len(tile):]
+    stores = [op for op in blk.body.walk() if isinstance(op, mem.StoreOp)]
+    loads = [op for op in blk.body.walk() if isinstance(op, mem.LoadOp)]
+    if len(stores) != 1 or stores[0].parent_block() is not blk.body.block:
+        raise ScheduleError("cache accumulator: the block must store once", blk)
+    out = stores[0].memref
+    outs = [ld for ld in loads if ld.memref is out]
+    if len(outs) != 1 or list(outs[0].indices) != list(stores[0].indices):
+        raise ScheduleError("cache accumulator: the block must read its output once, where it stores", blk)
+    args = list(blk.body.block.args)
+    if any(i not in args for i in stores[0].indices):
+        raise ScheduleError("cache accumulator: output indices must be iteration variables", blk)
+    elem = stores[0].value.type
+    # acc shape: (tile[0], ..., tile[-2] * tile[-1]) with the last two loops merged
+    shape = [*tile[:-2], tile[-2] * tile[-1]] if len(tile) >= 2 else list(tile)
+    acc_op = mem.AllocaOp(MemRefType(elem, shape))
+    entry = kernel.body.block
+    Rewriter.insert_op(acc_op, InsertPoint.at_start(entry))
+    acc = acc_op.results[0]
+    acc.name_hint = name
+
+    def acc_index(ivs: list, ip: InsertPoint) -> list:
+        if len(ivs) >= 2:
+            last = emit(arith.MuliOp(ivs[-2], iconst(kernel, tile[-1])), ip)
+            last = emit(arith.AddiOp(last, ivs[-1]), ip)
+            return [*ivs[:-2], last]
+        return list(ivs)
+
+    # the block itself
+    ip = InsertPoint.before(blk)
+    idx = acc_index([l.induction_var for l in t_loops], ip)
+    ld = outs[0]
+    new_ld = mem.LoadOp(acc, idx, ld.result.type)
+    Rewriter.insert_op(new_ld, InsertPoint.before(ld))
+    ld.result.replace_all_uses_with(new_ld.result)
+    ld.detach()
+    ld.erase()
+    st = stores[0]
+    Rewriter.insert_op(mem.StoreOp(st.value, acc, idx), InsertPoint.before(st))
+    st.detach()
+    st.erase()
+    # copy nests before / after the reduction loop: clones of the tile loops
+    spatial = [k for k, kd in enumerate(blk.kinds) if kd == "spatial"]
+    out_idx_pos = [args.index(i) for i in st.indices]
+    for suffix, where in (("_in", InsertPoint.before(red)), ("_out", InsertPoint.after(red))):
+        top = t_loops[0].clone()
+        Rewriter.insert_op(top, where)
+        clone_blk = next(o for o in top.walk() if isinstance(o, loop.BlockOp))
+        cl_loops = [top, *[o for o in top.walk() if isinstance(o, loop.ForOp) and o is not top]]
+        bip = InsertPoint.before(clone_blk)
+        cidx = acc_index([l.induction_var for l in cl_loops], bip)
+        nb = loop.BlockOp(name + suffix, [clone_blk.bindings[k] for k in spatial], ["spatial"] * len(spatial))
+        nargs = nb.body.block.args
+        oidx = [nargs[spatial.index(k)] for k in out_idx_pos]
+        body_ip = InsertPoint.before(nb.body.block.last_op)
+        if suffix == "_in":
+            v = emit(mem.LoadOp(out, oidx, elem), body_ip)
+            Rewriter.insert_op(mem.StoreOp(v, acc, cidx), body_ip)
+        else:
+            v = emit(mem.LoadOp(acc, cidx, elem), body_ip)
+            Rewriter.insert_op(mem.StoreOp(v, out, oidx), body_ip)
+        nb.location = blk.location
+        Rewriter.insert_op(nb, bip)
+        parent = clone_blk.parent_op()
+        clone_blk.detach()
+        clone_blk.erase()
+        # drop index arithmetic that only fed the reduce bindings (it uses the reduction loop)
+        changed = True
+        while changed:
+            changed = False
+            for o in list(parent.body.block.ops):  # type: ignore[union-attr]
+                if o.dialect_name() == "arith" and all(not r.uses for r in o.results):
+                    o.detach()
+                    o.erase()
+                    changed = True
+        # index values from the reduction loop must not survive in the copies
+        for o in top.walk():
+            for v in o.operands:
+                if _defined_in(v, red):
+                    raise ScheduleError("cache accumulator: tile bounds depend on the reduction loop", o)
+
+
+def _defined_in(v, op: Operation) -> bool:
+    owner = v.owner
+    if isinstance(owner, Operation):
+        return op.is_ancestor(owner)
+    parent = owner.parent_op()
+    return parent is not None and op.is_ancestor(parent)
+
+
+def _later_blocks(kernel: func.FuncOp, blk: loop.BlockOp) -> list[loop.BlockOp]:
+    blocks = loop.blocks_of(kernel)
+    return blocks[blocks.index(blk) + 1:]
+
+
+def _fuse_consumers(kernel: func.FuncOp, blk: loop.BlockOp, anchor_of: Callable[[Schedule], loop.ForOp]) -> None:
+    """reverse-compute-at every later elementwise block at the anchor loop (each try atomic)."""
+    for b in _later_blocks(kernel, blk):
+        name = b.block_name.data
+        if "reduce" in b.kinds or name.startswith(blk.block_name.data):
+            continue
+
+        def go(s: Schedule, name=name):
+            s.reverse_compute_at(s.get_block(name), anchor_of(s))
+
+        _attempt(kernel, go)
+
+
+def _unique_names(kernel: func.FuncOp) -> bool:
+    names = [b.block_name.data for b in loop.blocks_of(kernel)]
+    return len(names) == len(set(names))
+
+
+# ----------------------------------------------------------------------------------------------
+# matmul
+
+
+def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    k = cfg.matmul
+    W = cfg.width
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "matmul"), None)
+    if blk is None or blk.kinds[-1] != "reduce" or blk.kinds.count("reduce") != 1:
+        return False
+    if _direct_loops(blk) is None or len(blk.kinds) < 3:
+        return False
+    mr, nv = max(1, k.mr), max(1, k.nv)
+    mc = max(mr, (k.mc // mr) * mr)
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("matmul")
+        if k.fma:
+            _contract_fma(b)
+        *batch, i, j, kk = s.get_loops(b)
+        i0, i1, i2 = s.split(i, [None, mc // mr, mr])
+        j0, j1, j2 = s.split(j, [None, nv, W])
+        k0, k1 = s.split(kk, [None, k.kc])
+        s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
+        s.decompose_reduction(b, s.get_loops(b)[len(batch) + 1])
+        if k.accumulate_in_registers:
+            _cache_accumulator(kernel, b, [mr, nv, W], "matmul_acc")
+
+    if not _attempt(kernel, main):
+        return False
+    b = Schedule(kernel).get_block("matmul")
+    if cfg.fuse_consumers:
+        nb = len(b.bindings)
+        _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block("matmul"))[nb - 3])
+
+    for name in ("matmul", "matmul_acc_in", "matmul_acc_out"):
+
+        def inner(s: Schedule, name=name) -> None:
+            loops = s.get_loops(s.get_block(name))
+            i2, j1, j2 = loops[-3], loops[-2], loops[-1]
+            s.vectorize(j2)
+            s.unroll(j1, None if const_index(j1.ub) is not None else nv)
+            if k.unroll_rows:
+                s.unroll(i2, None if const_index(i2.ub) is not None else mr)
+
+        if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            _attempt(kernel, inner)
+
+    def init(s: Schedule) -> None:
+        ib = s.get_block("matmul_init")
+        s.vectorize(s.get_loops(ib)[-1])
+
+    _attempt(kernel, init)
+    if k.parallel:
+        nb = len(b.bindings)
+        _attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block("matmul"))[nb - 3]))
+    _schedule_rest(kernel, cfg, skip={"matmul", "matmul_init", "matmul_acc_in", "matmul_acc_out"})
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# generic
+
+
+def _innermost_loops(root: Operation) -> list[loop.ForOp]:
+    return [
+        l for l in root.walk()
+        if isinstance(l, loop.ForOp) and not any(isinstance(o, loop.ForOp) for o in l.body.walk() if o is not l)
+    ]
+
+
+def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = frozenset()) -> None:
+    """Parallelize / vectorize the nests that hold no block of `skip` and are not yet marked."""
+    g = cfg.generic
+    tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
+    for t_index, top in enumerate(tops):
+        if any(b.block_name.data in skip for b in loop.blocks_of(top)):
+            continue
+        if any(isinstance(l, loop.ForOp) and l.kind.data != "serial" for l in top.walk()):
+            continue
+        if g.vectorize:
+            for idx, inner in enumerate(_innermost_loops(top)):
+                ext = const_index(inner.ub)
+                if ext is not None and ext < max(g.min_vector_extent, 2):
+                    continue
+
+                def vec(s: Schedule, t=t_index, idx=idx) -> None:
+                    top_now = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t]
+                    s.vectorize(_innermost_loops(top_now)[idx])
+
+                _attempt(kernel, vec)
+        if g.parallel:
+            _parallelize_nest(kernel, t_index)
+
+
+def _parallelize_nest(kernel: func.FuncOp, t_index: int) -> None:
+    """Mark the outermost loop of top-level nest #t_index (walking down single-loop bodies,
+    skipping loops of extent 1) that may legally run in parallel."""
+    depth = 0
+    while True:
+        top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t_index]
+        cur: loop.ForOp | None = top
+        for _ in range(depth):
+            inner = [o for o in cur.body.block.ops if isinstance(o, loop.ForOp)]  # type: ignore[union-attr]
+            cur = inner[0] if len(inner) == 1 else None
+            if cur is None:
+                return
+        assert cur is not None
+        if cur.kind.data != "serial":
+            return
+        if const_index(cur.ub) == 1 or not _attempt_parallel(kernel, t_index, depth):
+            depth += 1
+            if depth > 8:
+                return
+            continue
+        return
+
+
+def _attempt_parallel(kernel: func.FuncOp, t_index: int, depth: int) -> bool:
+    def go(s: Schedule) -> None:
+        cur = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t_index]
+        for _ in range(depth):
+            cur = [o for o in cur.body.block.ops if isinstance(o, loop.ForOp)][0]
+        s.parallel(cur)
+
+    return _attempt(kernel, go)
+
+
+# ----------------------------------------------------------------------------------------------
+# driver
+
+
+RULES: list[Callable[[func.FuncOp, ScheduleConfig], bool]] = [schedule_matmul]
+
+
+def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
+    """Apply the first matching rule (else the generic one); returns the rule's name."""
+    if not _unique_names(kernel):
+        _schedule_rest(kernel, cfg)
+        return "generic"
+    for rule in RULES:
+        if rule(kernel, cfg):
+            return rule.__name__.removeprefix("schedule_")
+    _schedule_rest(kernel, cfg)
+    return "generic"
+
+
+def schedule_module(module: ModuleOp, cfg: ScheduleConfig | None = None) -> dict[str, str]:
+    """Schedule every loop kernel of `module`; returns kernel name -> rule used."""
+    cfg = cfg or ScheduleConfig.for_host()
+    out = {}
+    for k in [op for op in module.walk() if loop.is_kernel(op)]:
+        out[k.sym_name.data] = schedule_kernel(k, cfg)  # type: ignore[arg-type]
+    return out

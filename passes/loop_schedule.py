@@ -1,0 +1,81 @@
+"""loop-schedule: apply the default schedule (passes/_default_schedule.py) to every loop kernel,
+then (unless `lower=false`) lower what it marked: loop-lower-unroll, loop-lower-vectors.
+
+    mini-opt k.mlir -p 'loop-schedule'                          # host vector width
+    mini-opt k.mlir -p 'loop-schedule{width=8 mr=4 nv=2 lower=false}'
+
+Options are the most useful knobs of `ScheduleConfig`; 0 means "the default" (width 0: 16 on
+AVX-512, 8 on AVX2). Kernels the heuristics do not recognise get the generic schedule
+(parallel outer loop, vector inner loop where legal). Parallel loops stay `parallel`: the
+parallel runtime lowering (loop-outline-parallel) runs after bufferization.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from minimlir.passes._default_schedule import (
+    ConvKnobs,
+    GenericKnobs,
+    MatmulKnobs,
+    ScheduleConfig,
+    host_vector_width,
+    schedule_module,
+)
+from minimlir.passes._diagnostics import emit_error
+
+
+@dataclass(frozen=True)
+class LoopSchedulePass(ModulePass):
+    """Default schedule for every kernel: tiles, register blocks, vectors, parallel loops."""
+
+    name = "loop-schedule"
+
+    width: int = 0
+    mr: int = 0
+    nv: int = 0
+    mc: int = 0
+    kc: int = 0
+    conv_cr: int = 0
+    parallel: bool = True
+    vectorize: bool = True
+    lower: bool = True
+
+    def config(self) -> ScheduleConfig:
+        width = self.width or host_vector_width()
+        m = MatmulKnobs()
+        m = dataclasses.replace(
+            m,
+            mr=self.mr or m.mr,
+            nv=self.nv or m.nv,
+            mc=self.mc or m.mc,
+            kc=self.kc or m.kc,
+            parallel=self.parallel,
+        )
+        c = ConvKnobs()
+        c = dataclasses.replace(c, cr=self.conv_cr or c.cr, parallel=self.parallel, vectorize=self.vectorize)
+        g = GenericKnobs(parallel=self.parallel, vectorize=self.vectorize)
+        return ScheduleConfig(width=width, matmul=m, conv2d=c, generic=g)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.width not in (0, 4, 8, 16):
+            emit_error(op, f"loop-schedule: width must be 4, 8 or 16, got {self.width}")
+        for name, v in (("mr", self.mr), ("nv", self.nv), ("mc", self.mc), ("kc", self.kc),
+                        ("conv-cr", self.conv_cr)):
+            if v < 0:
+                emit_error(op, f"loop-schedule: {name} must be >= 0, got {v}")
+        cfg = self.config()
+        if not self.vectorize:
+            cfg = cfg.replace(matmul=dataclasses.replace(cfg.matmul))
+        schedule_module(op, cfg)
+        if self.lower:
+            from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
+            from minimlir.passes.loop_lower_vectors import LoopLowerVectorsPass
+
+            LoopLowerUnrollPass().apply(ctx, op)
+            LoopLowerVectorsPass(width=cfg.width).apply(ctx, op)
