@@ -1228,13 +1228,19 @@ class Schedule:
                         f"{loop_name(for_op)} (needs stride 1 in the last dim only)",
                         op,
                     )
+                if not unit_last and _private_scratch(op.memref, for_op):
+                    continue  # each iteration gets its own copy (see _private_scratch)
                 if not unit_last:
                     bx = access_box(op, depth)
+                    # [max(los), min(his)] lies in [l, h] for any l in los, h in his: one
+                    # such pair moving with iv and narrower than its stride is disjoint
                     ok = bx is not None and any(
-                        len(lo) == 1 and len(hi) == 1 and lo[0].coeff(iv) == hi[0].coeff(iv) != 0
-                        and (hi[0] - lo[0]).is_constant
-                        and (hi[0] - lo[0]).const < abs(lo[0].coeff(iv))
+                        l.coeff(iv) == h.coeff(iv) != 0
+                        and (h - l).is_constant
+                        and (h - l).const < abs(l.coeff(iv))
                         for lo, hi in zip(bx.los, bx.his)
+                        for l in lo
+                        for h in hi
                     )
                     if not ok:
                         raise ScheduleError(
@@ -1390,6 +1396,17 @@ class Schedule:
         block.init.detach_block(old)
         old.erase()
         return init_blk
+
+
+def _private_scratch(buf: SSAValue, for_op: loop.ForOp) -> bool:
+    """A static `mem.alloca` used only inside `for_op`: a parallel lowering gives every
+    iteration (thread) its own copy, so iterations never write the same one. Reads must still
+    come from the same iteration's writes (checked with the other buffers)."""
+    if not (isinstance(buf, OpResult) and isinstance(buf.owner, mem.AllocaOp)):
+        return False
+    if any(d < 0 for d in buf.type.get_shape()):  # type: ignore[union-attr]
+        return False
+    return all(for_op.is_ancestor(u.operation) for u in buf.uses)
 
 
 def _first(module: Operation) -> Operation:
