@@ -652,6 +652,18 @@ def convert_op_ext(op: Operation, builder: ir.IRBuilder, val_map, block_map=None
         val_map[op.results[0]] = builder.select(args[0], args[1], args[2])
     elif kind is ExtractElementOp:
         val_map[op.results[0]] = builder.extract_element(args[0], args[1])
+    elif kind is llvm.StoreOp and getattr(args[1].type, "pointee", args[0].type) != args[0].type:
+        # llvmlite's typed pointers: a vector stored through the element pointer (offset 0
+        # of an alloca) needs the pointer cast to the vector type
+        assert isinstance(op, llvm.StoreOp)
+        ptr = builder.bitcast(args[1], args[0].type.as_pointer())
+        store = builder.store(args[0], ptr)
+        if op.alignment:
+            store.align = op.alignment.value.data
+    elif kind is llvm.CallIntrinsicOp and _retype_pointer_args(builder, op, args):
+        # llvmlite's typed pointers: `llvm.memset.p0.i64` is declared with the pointer type of
+        # its first use (float*); a later call on an i64 buffer bitcasts its pointers to it
+        xdsl_convert_op(op, builder, _PointerArgMap(val_map, op, args), block_map)
     elif isinstance(op, FCmpOp | llvm.FCmpOp):
         pred = llvm.FCmpPredicateFlag.from_int(op.predicate.value.data).value
         res_t = convert_type(op.results[0].type)
@@ -665,6 +677,36 @@ def convert_op_ext(op: Operation, builder: ir.IRBuilder, val_map, block_map=None
             val_map[op.results[0]] = instr
     else:
         xdsl_convert_op(op, builder, val_map, block_map)
+
+
+def _retype_pointer_args(builder: ir.IRBuilder, op: Operation, args: list) -> bool:
+    """Bitcast (in `args`) pointer arguments of an already-declared intrinsic to its parameter
+    types; True when one needed it."""
+    try:
+        fn = builder.module.get_global(op.intrin.data)  # type: ignore[attr-defined]
+    except KeyError:
+        return False
+    changed = False
+    for k, (a, want) in enumerate(zip(args, fn.function_type.args)):
+        if a.type != want and isinstance(a.type, ir.PointerType) and isinstance(want, ir.PointerType):
+            args[k] = builder.bitcast(a, want)
+            changed = True
+    return changed
+
+
+class _PointerArgMap(dict):
+    """val_map with the call's operands mapped to the bitcast arguments."""
+
+    def __init__(self, val_map, op: Operation, args: list):
+        super().__init__(val_map)
+        self._base = val_map
+        for v, a in zip(op.operands, args):
+            self[v] = a
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if getattr(self, "_base", None) is not None:
+            self._base[key] = value
 
 
 def install_llvmlite_hooks() -> None:
