@@ -149,11 +149,14 @@ class OnnxBackend(Backend):
         """Compile `model` (ModelProto or path). Keyword options go to `minimlir.frontend.compile`
         (num_threads, cache, pipeline, dump_ir)."""
         cls._check_device(device)
-        proto = _load(model)
         options = {k: v for k, v in kwargs.items() if k in ("num_threads", "cache", "pipeline", "dump_ir")}
+        # A path goes to the importer as a path: clear errors for bad files, external data memory-mapped.
+        source = model if isinstance(model, onnx.ModelProto) else os.fspath(model)
         try:
-            compiled = compile(proto, **options)
+            compiled = compile(source, **options)
+            proto = model if isinstance(model, onnx.ModelProto) else onnx.load(source, load_external_data=False)
         except UnsupportedModelError as e:
+            proto = _load(model)  # with its external data: specialized copies are compiled from memory
             problems = {p.node for p in e.problems if NEEDS_CONSTANT in p.reason}
             if not problems or len(problems) != len({p.node for p in e.problems}):
                 raise
