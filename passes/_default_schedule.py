@@ -278,6 +278,28 @@ def _defined_in(v, op: Operation) -> bool:
     return parent is not None and op.is_ancestor(parent)
 
 
+VECTOR_WIDTH_ATTR = "loop.vector_width"
+
+
+def fit_width(root: Operation, width: int) -> int:
+    """The widest of width, width/2, … >= 4 that fits the static last dim of every buffer
+    accessed under `root` (mem verifies that a vector access fits its last dim); 0 if none."""
+    w = width
+    for op in root.walk():
+        if isinstance(op, mem.LoadOp | mem.StoreOp):
+            shape = op.memref.type.get_shape()  # type: ignore[union-attr]
+            if shape and shape[-1] >= 0:
+                while w >= 4 and shape[-1] < w:
+                    w //= 2
+    return w if w >= 4 else 0
+
+
+def _mark_width(for_op: loop.ForOp, width: int) -> None:
+    from xdsl.dialects.builtin import IntegerAttr
+
+    for_op.attributes[VECTOR_WIDTH_ATTR] = IntegerAttr(width, 64)
+
+
 def _later_blocks(kernel: func.FuncOp, blk: loop.BlockOp) -> list[loop.BlockOp]:
     blocks = loop.blocks_of(kernel)
     return blocks[blocks.index(blk) + 1:]
@@ -314,6 +336,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if _direct_loops(blk) is None or len(blk.kinds) < 3:
         return False
     mr, nv = max(1, k.mr), max(1, k.nv)
+    W = fit_width(blk, W)
+    if W == 0:
+        return False
     mc = max(mr, (k.mc // mr) * mr)
 
     def main(s: Schedule) -> None:
@@ -342,6 +367,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             loops = s.get_loops(s.get_block(name))
             i2, j1, j2 = loops[-3], loops[-2], loops[-1]
             s.vectorize(j2)
+            _mark_width(j2, W)
             s.unroll(j1, None if const_index(j1.ub) is not None else nv)
             if k.unroll_rows:
                 s.unroll(i2, None if const_index(i2.ub) is not None else mr)
@@ -352,6 +378,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     def init(s: Schedule) -> None:
         ib = s.get_block("matmul_init")
         s.vectorize(s.get_loops(ib)[-1])
+        _mark_width(s.get_loops(ib)[-1], W)
 
     _attempt(kernel, init)
     if k.parallel:
@@ -387,9 +414,15 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                 if ext is not None and ext < max(g.min_vector_extent, 2):
                     continue
 
-                def vec(s: Schedule, t=t_index, idx=idx) -> None:
+                w = fit_width(inner, cfg.width)
+                if w == 0:
+                    continue
+
+                def vec(s: Schedule, t=t_index, idx=idx, w=w) -> None:
                     top_now = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t]
-                    s.vectorize(_innermost_loops(top_now)[idx])
+                    l = _innermost_loops(top_now)[idx]
+                    s.vectorize(l)
+                    _mark_width(l, w)
 
                 _attempt(kernel, vec)
         if g.parallel:

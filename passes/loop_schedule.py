@@ -23,6 +23,7 @@ from minimlir.passes._default_schedule import (
     ConvKnobs,
     GenericKnobs,
     MatmulKnobs,
+    VECTOR_WIDTH_ATTR,
     ScheduleConfig,
     host_vector_width,
     schedule_module,
@@ -77,5 +78,23 @@ class LoopSchedulePass(ModulePass):
             from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
             from minimlir.passes.loop_lower_vectors import LoopLowerVectorsPass
 
-            LoopLowerUnrollPass().apply(ctx, op)
-            LoopLowerVectorsPass(width=cfg.width).apply(ctx, op)
+            lower_scheduled(op, cfg.width)
+
+
+def lower_scheduled(module: ModuleOp, width: int) -> None:
+    """loop-lower-unroll, then loop-lower-vectors with each loop's own width (the
+    `loop.vector_width` attribute the schedule sets; `width` otherwise)."""
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from minimlir.dialects import loop
+    from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
+    from minimlir.passes.loop_lower_vectors import lower_vector_loop
+
+    LoopLowerUnrollPass().apply(Context(), module)
+    for for_op in [o for o in module.walk() if isinstance(o, loop.ForOp)]:
+        if for_op.kind.data == "vectorize":
+            w = for_op.attributes.pop(VECTOR_WIDTH_ATTR, None)
+            lower_vector_loop(for_op, w.value.data if isinstance(w, IntegerAttr) else width)
+    for for_op in module.walk():
+        if isinstance(for_op, loop.ForOp):
+            for_op.attributes.pop(VECTOR_WIDTH_ATTR, None)
