@@ -656,8 +656,11 @@ def convert_op_ext(op: Operation, builder: ir.IRBuilder, val_map, block_map=None
         # llvmlite's typed pointers: a vector stored through the element pointer (offset 0
         # of an alloca) needs the pointer cast to the vector type
         assert isinstance(op, llvm.StoreOp)
-        ptr = builder.bitcast(args[1], args[0].type.as_pointer())
-        store = builder.store(args[0], ptr)
+        if isinstance(args[0].type, ir.PointerType):  # a pointer stored into an i64 slot
+            store = ir.instructions.StoreInstr(builder.block, args[0], args[1])
+            builder._insert(store)  # noqa: SLF001 - llvmlite's store() insists on typed pointees
+        else:
+            store = builder.store(args[0], builder.bitcast(args[1], args[0].type.as_pointer()))
         if op.alignment:
             store.align = op.alignment.value.data
     elif kind is llvm.CallIntrinsicOp and _retype_pointer_args(builder, op, args):
