@@ -39,11 +39,19 @@ such an alloc gets a fresh one plus a mem.copy here), lowered to:
     ^check:  %given = load slot[off] : !llvm.ptr
              %ok = and(icmp eq slot[off+1+k], dim_k …)
              cond_br %ok, ^join(%given), ^fail
-    ^fail:   store dim_k -> slot[off+1+k] ;  return 1 : i32      // caller's out= has wrong shape
-    ^alloc:  %p = aligned_alloc(…) ;  store %p -> slot[off] ;  br ^join(%p)
+    ^fail:   free(live heap buffers) ; store dim_k -> slot[off+1+k] ; return 1 : i32
+                                                   // caller's out= has the wrong shape
+    ^alloc:  %p = aligned_alloc(…) ;  cond_br %p == null, ^oom, ^ok
+    ^ok:     store %p -> slot[off] ;  br ^join(%p)
+    ^oom:    free(live heap buffers) ;  return 2 : i32               // out of memory
     ^join(%buf):  store dim_k -> slot[off+1+k] …  (rest of ^bb)
 
-and every func.return returns `0 : i32`.
+and every func.return returns `0 : i32`. Every other heap allocation of an entry function
+(the mem-plan arena, unplanned mem.alloc) is null-checked the same way (status 2). "Live heap
+buffers" are the non-result mem.alloc / mem.arena of the same block allocated before and not
+yet deallocated: an error return leaks nothing. Result buffers already malloc'd sit in their
+slots, and the runtime frees them on any non-zero status. (Allocations inside kernels are not
+checked: kernels return void.)
 
 Ends with a legality check: `failed to legalize operation 'mem.X'`.
 """
@@ -215,6 +223,9 @@ class MemLowering:
         self.module = module
         self.results_arg: dict[func.FuncOp, SSAValue] = {}
         self.slot_offsets: dict[func.FuncOp, list[int]] = {}
+        # entry functions: heap alloc -> the non-result heap buffers live right before it
+        self.live_before: dict[Operation, list[Operation]] = {}
+        self.heap_ptr: dict[Operation, SSAValue] = {}  # lowered alloc/arena -> its pointer
 
     # ------------------------------------------------------------ runtime declarations
 
@@ -362,6 +373,7 @@ class MemLowering:
             dyn = [b.index(d) for d in op.dims]
             nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
             ptr = self.aligned_alloc(b, nbytes, op.alignment.value.data)
+            self.checked_heap(op, ptr)
         elif isinstance(op, mem.AllocaOp):
             dyn = [b.index(d) for d in op.dims]
             elem = llvm_element_type(t.element_type)
@@ -375,6 +387,7 @@ class MemLowering:
             dyn = [b.index(op.size)] if op.size is not None else []
             size = self.numel(b, t, dyn)
             ptr = self.aligned_alloc(b, size, mem.DEFAULT_ALIGNMENT)
+            self.checked_heap(op, ptr)
         elif isinstance(op, mem.ViewOp):
             ptr, _ = self.desc(op, 0)
             dyn = [b.index(d) for d in op.dims]
@@ -386,6 +399,65 @@ class MemLowering:
             raise AssertionError(op.name)
         cast = b(UnrealizedConversionCastOp.get([ptr, *dyn], [t]))
         _replace(op, cast.results)
+
+    # ------------------------------------------------------------ entry error paths
+
+    def compute_live_heap(self, f: func.FuncOp) -> None:
+        """live_before[alloc] for every heap alloc of entry `f` (per block, in order)."""
+        for region in f.regions:
+            for block in region.blocks:
+                self._scan_block(block)
+
+    def _scan_block(self, block: Block) -> None:
+        live: list[Operation] = []
+        for op in block.ops:
+            for region in op.regions:
+                for inner in region.blocks:
+                    self._scan_block(inner)
+            if isinstance(op, mem.AllocOp | mem.ArenaOp):
+                self.live_before[op] = list(live)
+                if RESULT_SLOT_ATTR not in op.attributes:
+                    live.append(op)
+            elif isinstance(op, mem.DeallocOp):
+                owner = op.operands[0].owner
+                if owner in live:
+                    live.remove(owner)
+
+    def error_return(self, block: Block, at: Operation, status: int) -> None:
+        """At the end of `block`: free the heap buffers live before `at`, return `status`."""
+        block.add_op(llvm.UnreachableOp())
+        b = _Emitter(block.last_op)
+        for buf in self.live_before.get(at, ()):
+            ptr = self.heap_ptr.get(buf)
+            if ptr is not None:
+                self.declare("free", [PTR], None)
+                b(llvm.CallOp("free", ptr))
+        code = b.const(status, i32)
+        _erase(block.last_op)
+        block.add_op(func.ReturnOp(code))
+
+    @staticmethod
+    def is_null(b: _Emitter, ptr: SSAValue) -> SSAValue:
+        """`ptr == null` (llvm.icmp takes integers; instcombine folds this to a pointer compare)."""
+        return b.icmp(b(llvm.PtrToIntOp(ptr, i64)).results[0], 0, "eq")
+
+    def checked_heap(self, op: Operation, ptr: SSAValue) -> None:
+        """In an entry function: `ptr == null` -> free what is live, return 2 (out of memory).
+
+            ^bb: %p = aligned_alloc(…) ; cond_br %p == null, ^oom, ^cont
+            ^oom: free(live…) ; return 2 : i32 ;  ^cont: `op` and the rest
+        """
+        self.heap_ptr[op] = ptr
+        if op not in self.live_before:
+            return
+        pred = op.parent_block()
+        assert pred is not None
+        null = self.is_null(_Emitter(op), ptr)
+        cont = pred.split_before(op)
+        oom = Block()
+        Rewriter.insert_block(oom, BlockInsertPoint.before(cont))
+        self.error_return(oom, op, 2)
+        pred.add_op(llvm.CondBrOp(null, oom, [], cont, []))
 
     def entry_anchor(self, f: func.FuncOp) -> Operation:
         """First op of the entry block after the argument casts (hoisting point)."""
@@ -433,22 +505,26 @@ class MemLowering:
         _erase(check.last_op)
         check.add_op(llvm.CondBrOp(ok, join, [given], fail, []))
 
-        # ^fail: report the computed dims, status 1
-        ret = fail.add_op(llvm.UnreachableOp()) or fail.last_op
-        fb = _Emitter(ret)
+        # ^fail: report the computed dims, free what is live, status 1
+        fail.add_op(llvm.UnreachableOp())
+        fb = _Emitter(fail.last_op)
         for p, d in zip(dim_ptrs, dims):
             fb(llvm.StoreOp(fb.value(d), p, alignment=8))
-        one = fb.const(1, i32)
         _erase(fail.last_op)
-        fail.add_op(func.ReturnOp(one))
+        self.error_return(fail, op, 1)
 
-        # ^alloc: malloc and publish the pointer
+        # ^alloc: malloc, null -> ^oom (status 2), else ^ok publishes the pointer
+        ok_block, oom = Block(), Block()
+        Rewriter.insert_block([ok_block, oom], BlockInsertPoint.before(join))
         alloc.add_op(llvm.UnreachableOp())
         ab = _Emitter(alloc.last_op)
         new = self.aligned_alloc(ab, nbytes, op.alignment.value.data)
-        ab(llvm.StoreOp(new, slot_ptr, alignment=8))
+        null = self.is_null(ab, new)
         _erase(alloc.last_op)
-        alloc.add_op(llvm.BrOp(join, new))
+        alloc.add_op(llvm.CondBrOp(null, oom, [], ok_block, []))
+        ok_block.add_op(llvm.StoreOp(new, slot_ptr, alignment=8))
+        ok_block.add_op(llvm.BrOp(join, new))
+        self.error_return(oom, op, 2)
 
         # ^join(%buf): store every dim, the buffer is %buf
         jb = _Emitter(op)
@@ -620,6 +696,9 @@ class MemLowering:
                 self.normalize_entry_results(f)
         for f in funcs:
             self.expand_signature(f)
+        for f in funcs:
+            if f in self.results_arg:
+                self.compute_live_heap(f)
         ops = list(self.module.walk())
         for op in ops:
             if isinstance(op, _PRODUCERS):

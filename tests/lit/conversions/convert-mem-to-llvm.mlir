@@ -86,14 +86,58 @@ func.func @alloca_fill(%n: index) {
 // CHECK-NEXT:    func.return %[[ONE]] : i32
 // CHECK-NEXT:  ^[[ALLOC]]:
 // CHECK:         %[[NEW:.*]] = llvm.call @aligned_alloc
+// CHECK-NEXT:    %[[NEWI:.*]] = llvm.ptrtoint %[[NEW]] : !llvm.ptr to i64
+// CHECK:         %[[ISNULL:.*]] = llvm.icmp "eq" %[[NEWI]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[ISNULL]], ^[[OOM:.*]], ^[[PUBLISH:.*]]
+// CHECK-NEXT:  ^[[PUBLISH]]:
 // CHECK-NEXT:    llvm.store %[[NEW]], %[[RES]] {alignment = 8 : i64} : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.br ^[[JOIN]](%[[NEW]] : !llvm.ptr)
+// CHECK-NEXT:  ^[[OOM]]:
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:    func.return %[[TWO]] : i32
 // CHECK-NEXT:  ^[[JOIN]](%[[BUF:.*]]: !llvm.ptr):
 // CHECK:         llvm.memcpy
 // CHECK:         %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    func.return %[[OK]] : i32
-// CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
-// CHECK:       llvm.func @free(!llvm.ptr)
 func.func @main(%x: memref<?x3xf32>) -> memref<?x3xf32> {
   func.return %x : memref<?x3xf32>
+}
+
+// Entry error paths free the buffers live at that point: the arena is null-checked (status 2),
+// and the out= dims mismatch (status 1) and the result's own null check (status 2) free it.
+// CHECK-LABEL: func.func @entry_errors_free_the_arena
+// CHECK:         %[[ARENA:.*]] = llvm.call @aligned_alloc
+// CHECK-NEXT:    %[[AI:.*]] = llvm.ptrtoint %[[ARENA]] : !llvm.ptr to i64
+// CHECK:         %[[ANULL:.*]] = llvm.icmp "eq" %[[AI]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[ANULL]], ^[[AOOM:.*]], ^[[BODY:.*]]
+// CHECK-NEXT:  ^[[AOOM]]:
+// CHECK-NEXT:    %[[S2:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:    func.return %[[S2]] : i32
+// CHECK-NEXT:  ^[[BODY]]:
+// CHECK:         llvm.cond_br %{{.*}}, ^{{.*}}(%{{.*}} : !llvm.ptr), ^[[FAIL:.*]]
+// CHECK-NEXT:  ^[[FAIL]]:
+// CHECK-NEXT:    llvm.store
+// CHECK-NEXT:    llvm.call @free(%[[ARENA]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[S1:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    func.return %[[S1]] : i32
+// CHECK:         llvm.cond_br %{{.*}}, ^[[ROOM:.*]], ^{{.*}}
+// CHECK:       ^[[ROOM]]:
+// CHECK-NEXT:    llvm.call @free(%[[ARENA]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[S2B:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:    func.return %[[S2B]] : i32
+// CHECK:         llvm.call @free(%[[ARENA]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    func.return %[[S0]] : i32
+// CHECK:       llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK:       llvm.func @free(!llvm.ptr)
+func.func @entry_errors_free_the_arena(%x: memref<?xf32>) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = mem.dim %x, 0 : memref<?xf32>
+  %a = mem.arena(%n) : memref<?xi8>
+  %t = mem.slot %a[%c0] (%n) : memref<?xi8> -> memref<?xf32>
+  mem.copy %x, %t : memref<?xf32>, memref<?xf32>
+  %r = mem.alloc(%n) {mem.result_slot = 0 : i64} : memref<?xf32>
+  mem.copy %t, %r : memref<?xf32>, memref<?xf32>
+  mem.dealloc %a : memref<?xi8>
+  func.return %r : memref<?xf32>
 }
