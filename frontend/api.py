@@ -18,12 +18,14 @@ What happens:
   1. load: ONNX → `import_onnx` (weights stay outside the IR, as params bound by pointer); `.mlir` →
      parsed with file:line:col locations, params from `params=` (a dict or a params file) or the
      module's `graph.params_file` attribute (relative to the .mlir file).
-  2. lower: the named pipeline `graph-to-llvm` (or `pipeline=`), run in memory on one module (no
+  2. lower: the named pipeline `compile` (fusion, schedule, parallel loops; `graph-to-llvm` where that is
+     not registered) or `pipeline=`, run in memory on one module (no
      re-parse between passes), each pass verified. Remarks and warnings go to `m.remarks`, not to
      stderr. `dump_ir="dir"` writes `00-input.mlir`, `01-<pass>.mlir`, ... (the IR after each pass).
      A module already in the llvm dialect is not lowered again.
-  3. JIT: `minimlir.backend.runtime` (llvmlite, disk cache unless `cache=False`), `num_threads` for
-     the parallel loops (default: the runtime's, `MINIMLIR_NUM_THREADS`).
+  3. JIT: `minimlir.backend.runtime` (llvmlite, disk cache unless `cache=False`). `num_threads` sets the
+     thread count of parallel loops (minimlir.backend.parallel; process-wide, like OMP_NUM_THREADS;
+     default MINIMLIR_NUM_THREADS, else one per core).
 
 Every input is checked before native code runs: count, names, dtype, rank, static dims, and that a
 named dynamic dim ("batch") has one value across inputs. Errors are `InputError` (a ValueError)
@@ -76,7 +78,15 @@ __all__ = [
 ]
 
 DEFAULT_PIPELINE = "graph-to-llvm"
-"""The pipeline `compile` runs on graph-level IR (a named pipeline, see minimlir.passes._pipelines)."""
+"""The plain lowering (no fusion, no schedule): used when the optimizing `compile` pipeline is absent."""
+
+
+def default_pipeline() -> str:
+    """The named pipeline `compile` runs: `compile` (fuse, legalize, fuse kernels, schedule, bufferize, plan,
+    llvm with parallel loops) when it is registered, else `graph-to-llvm`."""
+    from minimlir.passes._pipelines import PIPELINES
+
+    return "compile" if "compile" in PIPELINES else DEFAULT_PIPELINE
 
 
 class CompileError(Exception):
@@ -505,8 +515,13 @@ def jit(module: ModuleOp, metadata: Mapping[str, Any], *, params: Mapping[str, n
     engine = runtime.jit_module(module, cache=cache)
     program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(params),
                                    num_threads=num_threads)
-    if num_threads is not None and hasattr(runtime, "set_num_threads"):
-        runtime.set_num_threads(num_threads)
+    if num_threads is not None:
+        try:
+            from minimlir.backend import parallel
+        except ImportError:
+            parallel = None
+        if parallel is not None:
+            parallel.set_num_threads(num_threads)  # process-wide, as OMP_NUM_THREADS
     return program
 
 
@@ -659,7 +674,7 @@ def compile(  # noqa: A001 (the one obvious name)
 
     `entry`: the function to run (default: ONNX `main`, or the module's only public function).
     `num_threads`: threads for parallel loops. `dump_ir`: a folder receiving the IR after every pass.
-    `cache`: use the JIT's disk cache. `pipeline`: a pass pipeline replacing `graph-to-llvm`.
+    `cache`: use the JIT's disk cache. `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
     """
@@ -705,7 +720,7 @@ def compile(  # noqa: A001 (the one obvious name)
         if not graph_level(module):
             take_metadata(module)  # mem-level input: its signature is already the runtime's
         lowered = lower(
-            module, pipeline if pipeline is not None else DEFAULT_PIPELINE, ctx=ctx, name=loaded.name,
+            module, pipeline if pipeline is not None else default_pipeline(), ctx=ctx, name=loaded.name,
             on_ir=on_ir if want_ir else None, source_text=loaded.text,
             before={"convert-mem-to-llvm": take_metadata},
         )

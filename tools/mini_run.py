@@ -7,7 +7,7 @@
 Inputs: `--input NAME=FILE.npy`, `--input NAME=LITERAL` (a Python list/number, converted to the input's
 dtype), or `--input FILE.npy` (the next input by position). `--random-inputs` fills every input not given
 (seeded normal floats, small ints; dynamic dims from `--dim NAME=N` or `--dim INPUT.I=N`, else 1).
-The default pipeline (`graph-to-llvm`) runs unless the file is already in the llvm dialect.
+The default pipeline (`compile`; `graph-to-llvm` if absent) runs unless the file is already in the llvm dialect.
 
 Output, per result: a header line `NAME: DTYPE[D0, D1, ...] min=... max=... mean=...` (no statistics for
 empty tensors, bool counts `true=K`), then the values as NumPy prints them (summarised past 64 elements).
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--output-dir", "-o", default=None, metavar="DIR", help="save each output as DIR/NAME.npy")
     a("--benchmark", type=int, default=0, metavar="N", help="time N runs; print median and min latency")
     a("--num-threads", type=int, default=None, metavar="N", help="threads for parallel loops")
-    a("--pipeline", default=None, help="pass pipeline instead of the default graph-to-llvm")
+    a("--pipeline", default=None, help="pass pipeline instead of the default (compile)")
     a("--print-ir-after-all", action="store_true", help="print the input IR and the IR after every pass to stderr")
     a("--dump-ir", default=None, metavar="DIR", help="write the IR after every pass to DIR/NN-PASS.mlir")
     a("--no-cache", action="store_true", help="do not use the JIT's disk cache")

@@ -127,8 +127,9 @@ def test_named_dynamic_dims_must_agree():
 def test_dump_ir_writes_every_stage(tmp_path):
     m = compile(ADD_RELU, dump_ir=tmp_path / "ir", cache=False)
     files = sorted(p.name for p in (tmp_path / "ir").iterdir())
-    assert files[0] == "00-input.mlir" and files[1] == "01-graph-legalize.mlir"
-    assert any(f.endswith("-mem-plan.mlir") for f in files)
+    assert files[0] == "00-input.mlir"
+    stages = [f[3:-5] for f in files]
+    assert stages.index("graph-legalize") < stages.index("graph-bufferize") < stages.index("mem-plan")
     assert "graph.relu" in (tmp_path / "ir" / files[0]).read_text()
     assert "llvm.func @add_relu" in (tmp_path / "ir" / files[-1]).read_text()
     assert [int(f[:2]) for f in files] == list(range(len(files)))

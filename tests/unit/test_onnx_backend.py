@@ -44,26 +44,27 @@ def test_run_node_single_op():
     assert s.dtype == np.int64 and s.tolist() == [[10, 11, 12], [13, 14, 15]]
 
 
-def test_run_node_with_shape_input_specializes_and_caches():
-    node = h.make_node("Reshape", ["x", "shape"], ["y"])
-    x = np.arange(6, dtype=np.float32)
-    (y,) = OnnxBackend.run_node(node, [x, np.array([3, 2], np.int64)])
-    np.testing.assert_array_equal(y, x.reshape(3, 2))
+def test_run_node_with_axes_input_specializes_and_caches():
+    # Unsqueeze's axes decide the result's rank: the importer needs them as a constant.
+    node = h.make_node("Unsqueeze", ["x", "axes"], ["y"])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = OnnxBackend.run_node(node, [x, np.array([0], np.int64)])
+    np.testing.assert_array_equal(y, x[None])
 
     graph = h.make_graph(
-        [node], "reshape",
-        [h.make_tensor_value_info("x", TensorProto.FLOAT, [6]), h.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [node], "unsqueeze",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]), h.make_tensor_value_info("axes", TensorProto.INT64, [1])],
         [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     rep = OnnxBackend.prepare(model)
-    assert rep.specialized_on == ["shape"]
-    (a,) = rep.run([x, np.array([2, 3], np.int64)])
-    (b,) = rep.run([x + 1, np.array([2, 3], np.int64)])
-    (c,) = rep.run([x, np.array([1, 6], np.int64)])
-    assert a.shape == (2, 3) and c.shape == (1, 6)
-    np.testing.assert_array_equal(b, (x + 1).reshape(2, 3))
-    assert len(rep._specialized) == 2  # one compile per distinct shape value
+    assert rep.specialized_on == ["axes"]
+    (a,) = rep.run([x, np.array([1], np.int64)])
+    (b,) = rep.run([x + 1, np.array([1], np.int64)])
+    (c,) = rep.run([x, np.array([-1], np.int64)])
+    assert a.shape == (2, 1, 3) and c.shape == (2, 3, 1)
+    np.testing.assert_array_equal(b, (x + 1)[:, None, :])
+    assert len(rep._specialized) == 2  # one compile per distinct axes value
 
 
 def test_parameter_inputs_follow_producers():
