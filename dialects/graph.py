@@ -1702,36 +1702,72 @@ class SliceOp(IRDLOperation):
       0 <= start, end <= d; step < 0: 0 <= start <= d-1 and -1 <= end <= d-1 (end -1 = "before 0").
     - `?` dim: the raw ONNX values, normalized at run time the same way: a negative value v means
       d + v, then clamping; so "to the end" is INT64_MAX (step > 0) / INT64_MIN (step < 0).
+    - run-time bounds: the dims listed in `dyn_starts` / `dyn_ends` take their start / end from the
+      `bounds` index operands (first one per `dyn_starts` entry, then one per `dyn_ends` entry);
+      their `starts` / `ends` entries are placeholders (0). The values are raw ONNX values,
+      normalized at run time as for a `?` dim, and the result dim is `?`:
+
+    %y = graph.slice %x starts [0, 0] ends [2, 0] steps [1, 1] dyn_ends [1] bounds(%n)
+        : tensor<2x8xf32> -> tensor<2x?xf32>                       (x[:, :n])
     """
 
     name = "graph.slice"
 
     input = operand_def(TensorType)
+    bounds = var_operand_def(IndexType())
     result = result_def(TensorType)
     starts = prop_def(DenseArrayBase.constr(i64))
     ends = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
+    dyn_starts = opt_prop_def(DenseArrayBase.constr(i64))
+    dyn_ends = opt_prop_def(DenseArrayBase.constr(i64))
 
     traits = traits_def(Pure())
     assembly_format = (
-        "$input `starts` $starts `ends` $ends `steps` $steps attr-dict "
+        "$input `starts` $starts `ends` $ends `steps` $steps (`dyn_starts` $dyn_starts^)? "
+        "(`dyn_ends` $dyn_ends^)? (`bounds` `(` $bounds^ `)`)? attr-dict "
         "`:` type($input) `->` type($result)"
     )
 
     @staticmethod
     def infer_shape(shape: Shape, starts: Sequence[int], ends: Sequence[int],
-                    steps: Sequence[int]) -> list[int]:
-        return [slice_result_dim(d, b, e, s) for d, b, e, s in zip(shape, starts, ends, steps)]
+                    steps: Sequence[int], dynamic: Sequence[int] = ()) -> list[int]:
+        """`dynamic`: the dims with a run-time start or end (their result dim is `?`)."""
+        return [DYNAMIC if i in dynamic else slice_result_dim(d, b, e, s)
+                for i, (d, b, e, s) in enumerate(zip(shape, starts, ends, steps))]
 
     def __init__(self, input: SSAValue, starts: Sequence[int], ends: Sequence[int],
-                 steps: Sequence[int] | None = None):
+                 steps: Sequence[int] | None = None,
+                 dyn_starts: Sequence[tuple[int, SSAValue]] = (),
+                 dyn_ends: Sequence[tuple[int, SSAValue]] = ()):
+        """`dyn_starts` / `dyn_ends`: (dim, index value) pairs, in increasing dim order."""
         shape = _shape(input)
         steps = steps if steps is not None else [1] * len(shape)
+        starts, ends = list(starts), list(ends)
+        for i, _ in dyn_starts:
+            starts[i] = 0
+        for i, _ in dyn_ends:
+            ends[i] = 0
+        dynamic = {i for i, _ in (*dyn_starts, *dyn_ends)}
+        props: dict[str, Attribute] = {
+            "starts": _ints(starts), "ends": _ints(ends), "steps": _ints(steps)
+        }
+        if dyn_starts:
+            props["dyn_starts"] = _ints([i for i, _ in dyn_starts])
+        if dyn_ends:
+            props["dyn_ends"] = _ints([i for i, _ in dyn_ends])
         super().__init__(
-            operands=[input],
-            result_types=[_tensor(self.infer_shape(shape, starts, ends, steps), _elt(input))],
-            properties={"starts": _ints(starts), "ends": _ints(ends), "steps": _ints(steps)},
+            operands=[input, [v for _, v in (*dyn_starts, *dyn_ends)]],
+            result_types=[_tensor(self.infer_shape(shape, starts, ends, steps, dynamic), _elt(input))],
+            properties=props,
         )
+
+    def dynamic_bounds(self) -> tuple[dict[int, SSAValue], dict[int, SSAValue]]:
+        """({dim: start value}, {dim: end value}) of the run-time bounds."""
+        ds = self.dyn_starts.get_values() if self.dyn_starts is not None else ()
+        de = self.dyn_ends.get_values() if self.dyn_ends is not None else ()
+        vals = list(self.bounds)
+        return dict(zip(ds, vals[: len(ds)])), dict(zip(de, vals[len(ds):]))
 
     def verify_(self) -> None:
         _check_valid_shape(self)
@@ -1740,18 +1776,46 @@ class SliceOp(IRDLOperation):
         starts, ends, steps = self.starts.get_values(), self.ends.get_values(), self.steps.get_values()
         for name, values in (("starts", starts), ("ends", ends), ("steps", steps)):
             _check_len(name, values, len(shape))
+        dyn: dict[str, tuple[int, ...]] = {}
+        for name, prop, values in (("dyn_starts", self.dyn_starts, starts),
+                                   ("dyn_ends", self.dyn_ends, ends)):
+            dims = prop.get_values() if prop is not None else ()
+            if list(dims) != sorted(set(dims)) or any(not 0 <= i < len(shape) for i in dims):
+                raise VerifyException(
+                    f"{name} must be increasing dims in [0, {len(shape)}), got {list(dims)}"
+                )
+            for i in dims:
+                if values[i] != 0:
+                    raise VerifyException(
+                        f"{name[4:-1]} of dim {i} comes from an operand: its static entry must be 0, "
+                        f"got {values[i]}"
+                    )
+            dyn[name] = dims
+        n_bounds = len(dyn["dyn_starts"]) + len(dyn["dyn_ends"])
+        if len(self.bounds) != n_bounds:
+            raise VerifyException(
+                f"expected {n_bounds} bounds operand(s), one per dyn_starts / dyn_ends entry, "
+                f"got {len(self.bounds)}"
+            )
         for i, (d, b, e, s) in enumerate(zip(shape, starts, ends, steps)):
             if s == 0:
                 raise VerifyException(f"step of dim {i} must be non-zero")
             if d < 0:
                 continue
             lo, hi = (0, d) if s > 0 else (-1, d - 1)
-            if not (lo <= e <= hi and (0 if s < 0 else 0) <= b <= (d if s > 0 else d - 1)):
+            b_ok = i in dyn["dyn_starts"] or 0 <= b <= (d if s > 0 else d - 1)
+            e_ok = i in dyn["dyn_ends"] or lo <= e <= hi
+            if not (b_ok and e_ok):
                 raise VerifyException(
                     f"dim {i} (size {d}): start {b} / end {e} are not normalized for step {s} "
                     f"(expected start in [0, {d if s > 0 else d - 1}], end in [{lo}, {hi}])"
                 )
-        _check_result_shape(self.infer_shape(shape, starts, ends, steps), self.result)
+        dynamic = {*dyn["dyn_starts"], *dyn["dyn_ends"]}
+        inferred = self.infer_shape(shape, starts, ends, steps, dynamic)
+        for i in dynamic:
+            if _shape(self.result)[i] >= 0:
+                raise VerifyException(f"result dim {i} has a run-time bound: it must be `?`")
+        _check_result_shape(inferred, self.result)
 
 
 @irdl_op_definition

@@ -10,6 +10,10 @@ Emitters read inputs with `cx.ssa(v)` (materializing constants lazily) or, for s
 importer normalizes them with `graph.normalize_slice` (ONNX semantics: negative counts from the
 end, then clamped; for a negative step an end of -1 means "before index 0"); for a dynamic dim the
 raw ONNX values are kept (INT64_MAX = "to the end") and the lowering normalizes at run time.
+A start/end known only at run time (symbolic, or read from tensor data with
+`Importer.read_indices`) is a `bounds` index operand of graph.slice, normalized at run time too.
+Shape inputs of Reshape, Expand and ConstantOfShape are read the same way: ints, graph.dim
+values, or elements of a run-time tensor (graph.gather + graph.extract + arith.index_cast).
 """
 
 from __future__ import annotations
@@ -457,11 +461,12 @@ def emit_shape(n: NodeView) -> list:
 @onnx_op("ConstantOfShape")
 def emit_constant_of_shape(n: NodeView) -> list:
     """ConstantOfShape(shape, value) -> a folded constant when small and static, else a 0-d
-    graph.constant broadcast to the (symbolic) shape with graph.broadcast_to."""
+    graph.constant broadcast to the (symbolic or run-time, see `read_indices`) shape with
+    graph.broadcast_to."""
     cx = n.cx
-    dims = cx.sym_of(n.input(0))
+    dims = cx.read_indices(n.input(0))
     if dims is None:
-        raise Unsupported("the shape is computed from tensor data at run time")
+        raise Unsupported("the shape is not a 1-D integer tensor of static length")
     value = n.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
     if all(isinstance(d, int) for d in dims) and math.prod(dims) <= FOLD_LIMIT:
@@ -494,6 +499,8 @@ def emit_range(n: NodeView) -> list:
 
 def _reshape_dims(cx: Importer, in_dims, entries, allowzero: bool):
     """Output dims of Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    if any(isinstance(e, SSAValue) and e in cx.data_indices for e in entries):
+        return _reshape_dims_runtime(cx, in_dims, entries, allowzero)
     out: list = []
     infer_at = None
     for i, e in enumerate(entries):
@@ -532,16 +539,59 @@ def _reshape_dims(cx: Importer, in_dims, entries, allowzero: bool):
     return out
 
 
+def _reshape_dims_runtime(cx: Importer, in_dims, entries, allowzero: bool):
+    """`_reshape_dims` where some entries are read from tensor data at run time: such an entry
+    may be 0 (copy the input dim) or -1 (inferred), decided with arith.select on index values:
+
+        d_i = (e_i == 0) ? in_dim_i : e_i               (unless allowzero)
+        known = prod over i of ((d_i == -1) ? 1 : d_i)
+        out_i = (d_i == -1) ? prod(in_dims) / known : d_i
+    """
+    out: list = []
+    maybe_infer: list[int] = []
+    for i, e in enumerate(entries):
+        if isinstance(e, int):
+            if e == 0 and not allowzero:
+                if i >= len(in_dims):
+                    raise Unsupported("Reshape: 0 refers to a dim past the input rank")
+                e = in_dims[i]
+            elif e < -1:
+                raise Unsupported(f"Reshape: invalid dim {e}")
+            elif e == -1:
+                maybe_infer.append(i)
+        elif e in cx.data_indices:
+            if not allowzero and i < len(in_dims):
+                e = cx.iselect_eq(e, 0, in_dims[i], e)
+            maybe_infer.append(i)
+        out.append(e)
+    if not maybe_infer:
+        return out
+    total: int | SSAValue = 1
+    for d in in_dims:
+        total = cx.iarith("mul", total, d)
+    known: int | SSAValue = 1
+    for i, d in enumerate(out):
+        if isinstance(d, int) and d == -1:
+            continue
+        known = cx.iarith("mul", known, cx.iselect_eq(d, -1, 1, d) if i in maybe_infer else d)
+    inferred = cx.iarith("div", total, cx.iarith("max", known, 1))
+    for i in maybe_infer:
+        d = out[i]
+        out[i] = inferred if isinstance(d, int) else cx.iselect_eq(d, -1, inferred, d)
+    return out
+
+
 @onnx_op("Reshape")
 def emit_reshape(n: NodeView) -> list:
     """Reshape(x, shape) -> graph.reshape with one index operand per dynamic result dim (0 and
-    -1 resolved with index arithmetic on graph.dim values). The shape must be constant or a
-    symbolic shape (Shape/Gather/Concat/... chains); constants are reshaped at import time."""
+    -1 resolved with index arithmetic on graph.dim values). The shape is a constant, a symbolic
+    shape (Shape/Gather/Concat/... chains) or a tensor read at run time (`read_indices`: a run-time
+    entry that is 0 or -1 is resolved with arith.select); constants are reshaped at import time."""
     cx = n.cx
     x = n.input(0)
-    entries = cx.sym_of(n.input(1))
+    entries = cx.read_indices(n.input(1))
     if entries is None:
-        raise Unsupported("the target shape is computed from tensor data at run time")
+        raise Unsupported("the target shape is not a 1-D integer tensor of static length")
     allowzero = bool(n.attr("allowzero", 0)) if n.opset >= 14 else False
     if x.const is not None and x.const.size <= FOLD_LIMIT and all(isinstance(e, int) for e in entries):
         shape = [x.const.shape[i] if e == 0 and not allowzero else e for i, e in enumerate(entries)]
@@ -578,12 +628,13 @@ def _broadcast_dims(cx: Importer, a: list, b: list) -> list:
 @onnx_op("Expand")
 def emit_expand(n: NodeView) -> list:
     """Expand(x, shape) -> graph.broadcast_to with the broadcast of x's dims and `shape` (a
-    constant or symbolic shape; dynamic dims as index operands, max() where both are dynamic)."""
+    constant, symbolic or run-time shape; dynamic dims as index operands, max() where both are
+    dynamic, which also resolves a run-time 1)."""
     cx = n.cx
     x = n.input(0)
-    entries = cx.sym_of(n.input(1))
+    entries = cx.read_indices(n.input(1))
     if entries is None:
-        raise Unsupported("the target shape is computed from tensor data at run time")
+        raise Unsupported("the target shape is not a 1-D integer tensor of static length")
     out = _broadcast_dims(cx, cx.dims(x), entries)
     if x.const is not None and all(isinstance(d, int) for d in out) and math.prod(out) <= FOLD_LIMIT:
         return [cx.from_const(np.broadcast_to(x.const, out).copy())]
@@ -713,41 +764,55 @@ def _py_end(e: int, step: int) -> int | None:
 @onnx_op("Slice")
 def emit_slice(n: NodeView) -> list:
     """Slice(x, starts, ends, axes, steps) -> graph.slice with one (start, end, step) per dim
-    (attributes before opset 10, constant inputs from 10). Slicing a symbolic shape slices the
-    list; constants are sliced at import time."""
+    (attributes before opset 10, inputs from 10). starts/ends may be symbolic or read from tensor
+    data at run time (`read_indices`, e.g. x[:, :seq] with seq from Shape): such a bound becomes a
+    `bounds` index operand of graph.slice (`dyn_starts` / `dyn_ends` name its dims), normalized
+    at run time. axes and steps must be constant. Slicing a symbolic shape with known bounds
+    slices the list; constants are sliced at import time."""
     cx = n.cx
     x = n.input(0)
     if n.opset < 10:
         starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
+        starts = [int(v) for v in np.asarray(starts).reshape(-1)]
+        ends = [int(v) for v in np.asarray(ends).reshape(-1)]
     else:
-        starts = _const_input(n, 1, "starts")
-        ends = _const_input(n, 2, "ends")
+        starts = cx.read_indices(n.input(1))
+        ends = cx.read_indices(n.input(2))
+        if starts is None or ends is None:
+            raise Unsupported("starts/ends must be 1-D integer tensors of static length")
         axes = _const_input(n, 3, "axes")
         steps = _const_input(n, 4, "steps")
-    starts = [int(v) for v in np.asarray(starts).reshape(-1)]
-    ends = [int(v) for v in np.asarray(ends).reshape(-1)]
     axes = list(range(len(starts))) if axes is None else [_axis(int(a), x.rank) for a in np.asarray(axes).reshape(-1)]
     steps = [1] * len(starts) if steps is None else [int(v) for v in np.asarray(steps).reshape(-1)]
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise Unsupported("Slice: starts, ends, axes and steps differ in length")
     if 0 in steps:
         raise Unsupported("Slice: step 0")
-    full_s = [0] * x.rank
-    full_e = [d if d != DYNAMIC else INT64_MAX for d in x.shape]
+    full_s: list = [0] * x.rank
+    full_e: list = [d if d != DYNAMIC else INT64_MAX for d in x.shape]
     full_st = [1] * x.rank
     for a, s, e, st in zip(axes, starts, ends, steps):
         dim = x.shape[a]
-        s, e = (s, e) if dim == DYNAMIC else graph.normalize_slice(dim, s, e, st)
+        if dim != DYNAMIC:
+            ns, ne = graph.normalize_slice(dim, s if isinstance(s, int) else 0, e if isinstance(e, int) else 0, st)
+            s, e = (ns if isinstance(s, int) else s), (ne if isinstance(e, int) else e)
         full_s[a], full_e[a], full_st[a] = s, e, st
+    static = all(isinstance(v, int) for v in (*full_s, *full_e))
     xs = cx.sym_of(x) if x.rank == 1 else None
-    if xs is not None and (x.sym is not None or x.const is not None):
+    if static and xs is not None and (x.sym is not None or x.const is not None):
         e = _py_end(full_e[0], full_st[0])
         return [cx.from_sym(xs[full_s[0] : e : full_st[0]], elem_type=x.elem_type)]
-    if x.const is not None and x.const.size <= FOLD_LIMIT:
+    if static and x.const is not None and x.const.size <= FOLD_LIMIT:
         sl = tuple(slice(s, _py_end(e, st), st) for s, e, st in zip(full_s, full_e, full_st))
         return [cx.from_const(x.const[sl].copy())]
     xv = cx.ssa(x)
-    if full_s == [0] * x.rank and full_st == [1] * x.rank and full_e == [d if d != DYNAMIC else INT64_MAX for d in x.shape]:
+    if static and full_s == [0] * x.rank and full_st == [1] * x.rank and full_e == [d if d != DYNAMIC else INT64_MAX for d in x.shape]:
         return [xv]
-    return [cx.emit1(graph.SliceOp(xv, full_s, full_e, full_st))]
+    dyn_s = [(i, v) for i, v in enumerate(full_s) if not isinstance(v, int)]
+    dyn_e = [(i, v) for i, v in enumerate(full_e) if not isinstance(v, int)]
+    return [cx.emit1(graph.SliceOp(xv, [v if isinstance(v, int) else 0 for v in full_s],
+                                   [v if isinstance(v, int) else 0 for v in full_e], full_st,
+                                   dyn_starts=dyn_s, dyn_ends=dyn_e))]
 
 
 @onnx_op("Split")

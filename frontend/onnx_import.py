@@ -34,6 +34,13 @@ shape directly and pass its dynamic entries as `index` operands, so a shape chai
 Shape -> Gather -> Unsqueeze -> Concat -> Reshape costs one `graph.dim` per dynamic dim and no
 tensor ops, and folds completely when the dims are static.
 
+Shape values known only at run time. When the shape (or Slice starts/ends) is a real tensor
+(a graph input, or computed by ops that do not stay symbolic: Where, Cast to float, ...),
+`Importer.read_indices` reads its elements at the graph level (graph.gather of one element,
+graph.extract, arith.index_cast) into `index` values; the op then gets them as index operands
+(Reshape resolves a run-time 0 / -1 entry with arith.select; graph.slice normalizes run-time
+bounds itself). graph.range reads its 0-d operands the same way in its shape function.
+
 Locations. Every op carries `loc("<node name>"("<model file>":<node index + 1>:0))` (a NameLoc
 around a FileLineColLoc whose line is the node's 1-based position in `graph.node`); weights carry
 `loc("<initializer name>"("<model file>":0:0))`. Read it with `op.location`; print it with
@@ -307,6 +314,8 @@ class Importer:
     loc: Attribute | None = None
     _index_consts: dict[int, SSAValue] = field(default_factory=dict)
     _dims: dict[tuple[SSAValue, int], SSAValue] = field(default_factory=dict)
+    data_indices: set[SSAValue] = field(default_factory=set)
+    """Index values read from tensor data (`read_indices`): unlike dims they may be 0 or negative."""
     weight_locs: dict[str, Attribute] = field(default_factory=dict)
     """Location of each weight (initializer or Constant node), used when it is materialized."""
 
@@ -419,6 +428,43 @@ class Importer:
                 self.block.add_op(op)
             self._index_consts[v] = op.result
         return self._index_consts[v]
+
+    def read_indices(self, v: Value | None) -> list[int | SSAValue] | None:
+        """Entries of a 0-d/1-d integer tensor as ints and `index` values: `sym_of(v)` when it is
+        known or symbolic; otherwise (a tensor computed at run time, of static length <=
+        FOLD_LIMIT) each element is read at the graph level:
+
+            %e = graph.gather %t, %k axis 0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+            %s = graph.extract %e : tensor<i64> -> i64
+            %i = arith.index_cast %s : i64 to index
+
+        Those values are in `data_indices` (they may be 0 or -1 where a dim would not be).
+        None when `v` is no such tensor."""
+        from minimlir.dialects import graph
+
+        sym = self.sym_of(v)
+        if sym is not None or v is None:
+            return sym
+        if v.rank > 1 or DYNAMIC in v.shape or v.elem_type == TensorProto.BOOL:
+            return None
+        if v.elem_type not in (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8):
+            return None
+        n = 1 if v.rank == 0 else v.shape[0]
+        if n > FOLD_LIMIT:
+            return None
+        t = self.ssa(v)
+        out: list[int | SSAValue] = []
+        for k in range(n):
+            e = t if v.rank == 0 else self.emit1(graph.GatherOp(t, self.scalar(k, IntegerType(64)), 0))
+            i = self.emit1(arith.IndexCastOp(self.emit1(graph.ExtractOp(e)), IndexType()))
+            self.data_indices.add(i)
+            out.append(i)
+        return out
+
+    def iselect_eq(self, a: SSAValue, c: int, then: int | SSAValue, other: int | SSAValue) -> SSAValue:
+        """a == c ? then : other, on index values."""
+        eq = self.emit1(arith.CmpiOp(a, self.index(c), "eq"))
+        return self.emit1(arith.SelectOp(eq, self.index(then), self.index(other)))
 
     def iarith(self, kind: str, a: int | SSAValue, b: int | SSAValue) -> int | SSAValue:
         """a (kind) b on dims: add sub mul div (floor, dims are ≥ 0) max."""

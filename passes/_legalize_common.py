@@ -12,6 +12,7 @@ A legalization is registered per graph op class:
 `build` sees the kernel's buffers only: inside a kernel, dynamic extents are read with `kb.dim`
 (`mem.dim`). `result_dims` runs at the graph level, before the op: `g.dim` emits `graph.dim`, and
 `g.iadd/isub/imul/floordiv/ceildiv/max` emit folded `arith` on `index` (shape functions).
+`extra_args` passes graph-level values (index operands packed into a tensor) as extra kernel inputs.
 `kernel_key` says which ops may share one kernel: by default the op name, its properties and the
 operand/result types, so two identical ops reuse one kernel.
 """
@@ -48,6 +49,13 @@ class Legalization:
                     continue
                 dims.append(g.same_dim_as_operand(op, res.type, i))
         return dims
+
+    def extra_args(self, op: Operation, g: GraphDims) -> list[SSAValue]:
+        """Tensors built at the graph level (before `op`) and passed to the kernel after op's
+        tensor operands: how index operands reach a kernel, which takes memrefs only (e.g. a
+        graph.from_dims of them: an i64 buffer). Default: none. Their types must follow from
+        `kernel_key`."""
+        return []
 
     def kernel_key(self, op: Operation) -> tuple:
         return (

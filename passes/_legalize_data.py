@@ -177,37 +177,80 @@ def _slice_bound(ix: _IndexOps, size: Index, v: int, step: int, is_end: bool) ->
     return ix.max(ix.add(size, v), -1 if is_end else 0)
 
 
-def _slice_starts(op: graph.SliceOp, ix: _IndexOps, size_of) -> list[Index]:
-    out: list[Index] = []
-    for i, (d, b, s) in enumerate(zip(_shape(op.input), op.starts.get_values(), op.steps.get_values())):
-        out.append(b if d >= 0 else _slice_bound(ix, size_of(i), b, s, False))
-    return out
+def _dynamic_slice_bound(ix: _IndexOps, size: Index, v: SSAValue, step: int, is_end: bool) -> Index:
+    """`_slice_bound` of a run-time value: (v < 0 ? v + size : v), then the same clamping."""
+    at = ix.at
+    if isinstance(at, GraphDims):
+        neg = _graph_emit(at, arith.CmpiOp(v, at.index(0), "slt"))
+        w = _graph_emit(at, arith.SelectOp(neg, at.index(at.iadd(v, size)), v))
+    else:
+        w = at.index(at.select(at.icmp("lt", v, 0), at.index(at.iadd(v, size)), v))
+    if step > 0:
+        return ix.min(ix.max(w, 0), size)
+    return ix.min(ix.max(w, -1 if is_end else 0), ix.sub(size, 1))
+
+
+def _slice_bounds(op: graph.SliceOp, ix: _IndexOps, size_of, dyn_value) -> tuple[list[Index], list[Index | None]]:
+    """Normalized (starts, ends) per dim. Static dims keep their (normalized) properties; a `?`
+    dim or a run-time bound is normalized here. `ends` is None where nobody needs it (static
+    dims with static bounds). `dyn_value(k)` is the k-th run-time bound as an index value."""
+    dyn_s, dyn_e = op.dynamic_bounds()
+    n_s = len(dyn_s)
+    slot_s = {i: k for k, i in enumerate(dyn_s)}
+    slot_e = {i: n_s + k for k, i in enumerate(dyn_e)}
+    starts: list[Index] = []
+    ends: list[Index | None] = []
+    for i, (d, b, e, s) in enumerate(zip(_shape(op.input), op.starts.get_values(),
+                                         op.ends.get_values(), op.steps.get_values())):
+        dynamic = d < 0 or i in slot_s or i in slot_e
+        if i in slot_s:
+            starts.append(_dynamic_slice_bound(ix, size_of(i), dyn_value(slot_s[i]), s, False))
+        else:
+            starts.append(b if d >= 0 else _slice_bound(ix, size_of(i), b, s, False))
+        if i in slot_e:
+            ends.append(_dynamic_slice_bound(ix, size_of(i), dyn_value(slot_e[i]), s, True))
+        else:
+            ends.append(None if not dynamic else e if d >= 0 else _slice_bound(ix, size_of(i), e, s, True))
+    return starts, ends
 
 
 @legalizes(graph.SliceOp)
 class LegalizeSlice(Legalization):
     """Y[i…] = X[start + i*step, …]: block "slice" (affine; a `?` dim's start is normalized at
-    the kernel entry, so it is a symbol)."""
+    the kernel entry, so it is a symbol). Run-time bounds (the `bounds` index operands) reach the
+    kernel as an i64 buffer (graph.from_dims, an extra kernel input) that the kernel entry reads
+    and normalizes: the start stays a symbol, the block stays affine."""
 
     def build(self, op: graph.SliceOp, kb: KernelBuilder) -> None:
-        (x,), (y,) = kb.inputs, kb.outputs
-        starts = _slice_starts(op, _IndexOps(kb.top), lambda i: kb.dim(x, i))
+        x, *rest = kb.inputs
+        (y,) = kb.outputs
+        top = kb.top
+
+        def dyn_value(k: int) -> SSAValue:
+            return top.cast(top.load(rest[0], [k]), IndexType())
+
+        starts, _ = _slice_bounds(op, _IndexOps(top), lambda i: kb.dim(x, i), dyn_value)
         steps = op.steps.get_values()
         with kb.nest("slice", kb.dims(y)) as (e, vs):
             idx = [e.affine([(v, s)], 0) for v, s in zip(vs, steps)]
             idx = [e.iadd(i, b) for i, b in zip(idx, starts)]
             e.store(e.load(x, idx), y, vs)
 
+    def extra_args(self, op: graph.SliceOp, g: GraphDims) -> list[SSAValue]:
+        if not op.bounds:
+            return []
+        return [_graph_emit(g, graph.FromDimsOp(list(op.bounds)))]
+
     def result_dims(self, op: graph.SliceOp, g: GraphDims) -> list[Index]:
         ix = _IndexOps(g)
-        starts = _slice_starts(op, ix, lambda i: g.dim(op.input, i))
+        starts, ends = _slice_bounds(op, ix, lambda i: g.dim(op.input, i), lambda k: op.bounds[k])
         dims: list[Index] = []
-        ends, steps = op.ends.get_values(), op.steps.get_values()
+        steps = op.steps.get_values()
         for i, d in enumerate(_shape(op.result)):
             if d >= 0:
                 continue
-            size = g.dim(op.input, i)
-            e = _slice_bound(ix, size, ends[i], steps[i], True)
+            e = ends[i]
+            assert e is not None
             span = g.isub(e, starts[i]) if steps[i] > 0 else g.isub(starts[i], e)
             dims.append(g.max(g.ceildiv(span, abs(steps[i])), 0))
         return dims

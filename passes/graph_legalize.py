@@ -84,7 +84,9 @@ class GraphLegalizePass(ModulePass):
                 if legalization is None:
                     emit_error(g_op, f"failed to legalize operation '{op_name}'")
                 key = legalization.kernel_key(g_op)
+                dims = GraphDims(g_op)
                 tensor_args = [v for v in g_op.operands if isinstance(v.type, TensorType)]
+                tensor_args += legalization.extra_args(g_op, dims)
                 if key not in kernels:
                     base = _kernel_name(g_op)
                     n = 0
@@ -105,7 +107,6 @@ class GraphLegalizePass(ModulePass):
                     kernel.location = g_op.location
                     op.body.block.add_op(kernel)
                     kernels[key] = name
-                dims = GraphDims(g_op)
                 result_dims = [dims.index(d) for d in legalization.result_dims(g_op, dims)]
                 call = graph.CallKernelOp(
                     kernels[key], tensor_args, [r.type for r in g_op.results], result_dims
