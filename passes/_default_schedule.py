@@ -281,12 +281,20 @@ def _defined_in(v, op: Operation) -> bool:
 VECTOR_WIDTH_ATTR = "loop.vector_width"
 
 
-def fit_width(root: Operation, width: int) -> int:
+def fit_width(root: Operation, width: int, along: loop.ForOp | None = None,
+              buffers: set | None = None) -> int:
     """The widest of width, width/2, … >= 4 that fits the static last dim of every buffer
-    accessed under `root` (mem verifies that a vector access fits its last dim); 0 if none."""
+    accessed under `root` (mem verifies that a vector access fits its last dim); 0 if none.
+    Only accesses that move with loop `along` (or to `buffers`) count, if given."""
     w = width
     for op in root.walk():
         if isinstance(op, mem.LoadOp | mem.StoreOp):
+            if buffers is not None and op.memref not in buffers:
+                continue
+            if along is not None:
+                forms = [affine_of(i) for i in op.indices]
+                if all(f is not None and not f.coeff(along.induction_var) for f in forms):
+                    continue
             shape = op.memref.type.get_shape()  # type: ignore[union-attr]
             if shape and shape[-1] >= 0:
                 while w >= 4 and shape[-1] < w:
@@ -336,7 +344,14 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if _direct_loops(blk) is None or len(blk.kinds) < 3:
         return False
     mr, nv = max(1, k.mr), max(1, k.nv)
-    W = fit_width(blk, W)
+    out_bufs = {op.memref for op in blk.body.walk() if isinstance(op, mem.StoreOp)}
+    j_var = blk.body.block.args[-2]
+    j_bufs = {
+        op.memref for op in blk.body.walk()
+        if isinstance(op, mem.LoadOp | mem.StoreOp)
+        and op.indices and op.indices[-1] is j_var
+    }
+    W = fit_width(blk, W, buffers=out_bufs | j_bufs)
     if W == 0:
         return False
     mc = max(mr, (k.mc // mr) * mr)
@@ -414,7 +429,7 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                 if ext is not None and ext < max(g.min_vector_extent, 2):
                     continue
 
-                w = fit_width(inner, cfg.width)
+                w = fit_width(inner, cfg.width, along=inner)
                 if w == 0:
                     continue
 

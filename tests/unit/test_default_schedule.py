@@ -1,0 +1,194 @@
+"""The default schedule (loop-schedule / passes/_default_schedule.py) keeps every kernel's
+meaning: scheduled native code == NumPy, and scheduled IR == unscheduled IR in the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import _legalize_harness as H
+import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+from minimlir.passes import _default_schedule as D
+from minimlir.passes.loop_schedule import LoopSchedulePass, lower_scheduled
+
+native_ok, native_reason = H.native_status()
+needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
+
+
+def _compile(text: str, pipeline: str = "compile"):
+    from minimlir.backend.runtime import compile_mlir_text
+
+    return compile_mlir_text(text, pipeline=pipeline, cache=False)
+
+
+def matmul_text(m, k, n) -> str:
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    return f"""
+func.func @main(%a: {a}, %b: {b}) -> {c} {{
+  %c = graph.matmul %a, %b : ({a}, {b}) -> {c}
+  func.return %c : {c}
+}}"""
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+def schedule_and_interpret(text: str, inputs, width=4, cfg=None):
+    """Interpret the legalized module before and after loop-schedule (+ lowering)."""
+    want = H.interpret_kernels(H.legalize(text), None, inputs)
+    m = H.legalize(text)
+    kinds = D.schedule_module(m, cfg or D.ScheduleConfig(width=width))
+    lower_scheduled(m, width)
+    m.verify()
+    got = H.interpret_kernels(m, None, inputs)
+    return want, got, kinds
+
+
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (9, 17, 6)])
+def test_matmul_interpreted_same_as_unscheduled(mkn):
+    m, k, n = mkn
+    cfg = D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4))
+    want, got, kinds = schedule_and_interpret(matmul_text(m, k, n), [rand(m, k), rand(k, n, seed=1)], cfg=cfg)
+    # N below 4 lanes: no vector fits the output rows, the generic schedule applies
+    assert kinds == {"matmul_0": "matmul" if n >= 4 else "generic"}
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_schedule_structure():
+    """The register tile: accumulator buffer, hoisted init, vector + unrolled loops, parallel i0."""
+    m = H.legalize(matmul_text(64, 32, 48))
+    assert D.schedule_module(m, D.ScheduleConfig(width=8)) == {"matmul_0": "matmul"}
+    text = str(m)
+    assert 'loop.block "matmul_init"' in text
+    assert 'loop.block "matmul_acc_in"' in text and 'loop.block "matmul_acc_out"' in text
+    assert "memref<6x16xf32>" in text  # mr x (nv * W)
+    assert "math.fma" in text
+    assert " parallel " in text and " vectorize " in text and "unroll" in text
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "mkn", [(1, 1, 1), (7, 13, 5), (64, 64, 64), (65, 33, 17), (3, 100, 40), (50, 20, 3)]
+)
+def test_matmul_native(mkn):
+    m, k, n = mkn
+    a, b = rand(m, k), rand(k, n, seed=1)
+    (c,) = H._call_native(_compile(matmul_text(m, k, n)), "main", [a, b], None)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_native
+def test_matmul_dynamic_native():
+    prog = _compile(matmul_text("?", "?", "?"))
+    for m, k, n in [(1, 1, 1), (7, 13, 5), (65, 33, 17), (32, 64, 48)]:
+        a, b = rand(m, k), rand(k, n, seed=1)
+        np.testing.assert_allclose(prog.main(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_native
+def test_batched_matmul_with_fused_bias_relu():
+    text = """
+func.func @main(%a: tensor<2x20x30xf32>, %b: tensor<2x30x40xf32>, %c: tensor<40xf32>) -> tensor<2x20x40xf32> {
+  %m = graph.matmul %a, %b : (tensor<2x20x30xf32>, tensor<2x30x40xf32>) -> tensor<2x20x40xf32>
+  %s = graph.add %m, %c : (tensor<2x20x40xf32>, tensor<40xf32>) -> tensor<2x20x40xf32>
+  %r = graph.relu %s : tensor<2x20x40xf32>
+  func.return %r : tensor<2x20x40xf32>
+}"""
+    a, b, c = rand(2, 20, 30), rand(2, 30, 40, seed=1), rand(40, seed=2)
+    got = _compile(text).main(a, b, c)
+    np.testing.assert_allclose(got, np.maximum(a @ b + c, 0), rtol=1e-4, atol=1e-4)
+
+
+CONV = """
+func.func @main(%x: tensor<{x}xf32>, %w: tensor<{w}xf32>, %b: tensor<{co}xf32>) -> tensor<{y}xf32> {{
+  %y = graph.conv2d %x, %w, %b strides [{s}, {s}] pads [{p}, {p}, {p}, {p}] dilations [1, 1] group {g} : (tensor<{x}xf32>, tensor<{w}xf32>, tensor<{co}xf32>) -> tensor<{y}xf32>
+  %r = graph.relu %y : tensor<{y}xf32>
+  func.return %r : tensor<{y}xf32>
+}}"""
+
+
+def conv_ref(x, w, b, s, p, g):
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    oh, ow = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
+    y = np.zeros((n, co, oh, ow), np.float64)
+    opg = co // g
+    for o in range(co):
+        gi = o // opg
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, gi * cg:(gi + 1) * cg, i:i + s * oh:s, j:j + s * ow:s]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+        y[:, o] += b[o]
+    return y.astype(np.float32)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "shape",
+    [  # (n, c, h, w, co, k, stride, pad, group)
+        (1, 3, 9, 9, 8, 3, 1, 1, 1),
+        (2, 4, 10, 7, 6, 3, 2, 1, 2),
+        (1, 8, 6, 6, 8, 3, 1, 1, 8),
+        (1, 16, 5, 5, 20, 1, 1, 0, 1),
+        (1, 3, 15, 15, 4, 7, 2, 3, 1),
+    ],
+)
+def test_conv_relu_native(shape):
+    n, c, h, wd, co, k, s, p, g = shape
+    oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+    text = CONV.format(
+        x=f"{n}x{c}x{h}x{wd}", w=f"{co}x{c // g}x{k}x{k}", co=co, y=f"{n}x{co}x{oh}x{ow}", s=s, p=p, g=g
+    )
+    x, w, b = rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)
+    got = _compile(text).main(x, w, b)
+    np.testing.assert_allclose(got, np.maximum(conv_ref(x, w, b, s, p, g), 0), rtol=1e-4, atol=1e-4)
+
+
+OTHERS = """
+func.func @main(%x: tensor<?x37xf32>, %y: tensor<37xf32>) -> (tensor<?x37xf32>, tensor<?x1xf32>) {
+  %a = graph.mul %x, %y : (tensor<?x37xf32>, tensor<37xf32>) -> tensor<?x37xf32>
+  %e = graph.exp %a : tensor<?x37xf32>
+  %s = graph.softmax %e axis 1 : tensor<?x37xf32>
+  %r = graph.reduce_sum %a axes [1] : tensor<?x37xf32> -> tensor<?x1xf32>
+  func.return %s, %r : tensor<?x37xf32>, tensor<?x1xf32>
+}"""
+
+
+@needs_native
+def test_generic_kernels_native_same_as_unscheduled():
+    x, y = rand(5, 37), rand(37, seed=1)
+    want = H._call_native(_compile(OTHERS, "graph-to-llvm"), "main", [x, y], None)
+    got = H._call_native(_compile(OTHERS), "main", [x, y], None)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_generic_kernels_interpreted():
+    text = OTHERS.replace("?x", "3x")
+    want, got, kinds = schedule_and_interpret(text, [rand(3, 37), rand(37, seed=1)], width=8)
+    assert set(kinds.values()) == {"generic"}
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_pass_options_and_errors():
+    cfg = LoopSchedulePass(width=8, mr=4, nv=3, kc=64).config()
+    assert (cfg.width, cfg.matmul.mr, cfg.matmul.nv, cfg.matmul.kc) == (8, 4, 3, 64)
+    assert cfg.matmul.mc == D.MatmulKnobs().mc
+    assert LoopSchedulePass().config().width == D.host_vector_width()
+    assert D.host_vector_width() in (4, 8, 16)
+
+
+def test_vector_width_fits_static_last_dims():
+    """N = 13 < 16 lanes: the matmul rows use 8-lane vectors (mem verifies the fit)."""
+    m = H.legalize(matmul_text(7, 5, 13))
+    assert D.schedule_module(m, D.ScheduleConfig(width=16)) == {"matmul_0": "matmul"}
+    lower_scheduled(m, 16)
+    m.verify()
+    text = str(m)
+    assert "vector<8xf32>" in text and "vector<16xf32>" not in text
+    k = next(op for op in H.legalize(matmul_text(7, 5, 3)).walk() if op.name == "loop.block")
+    assert D.fit_width(k, 16) == 0
