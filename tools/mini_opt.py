@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+from collections import defaultdict
 import importlib
 import inspect
 import os
@@ -35,7 +36,9 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
@@ -126,6 +129,13 @@ def pass_summary(cls: type) -> str:
 # --- parsing with source locations --------------------------------------------------------------------
 
 
+class _SafeLexer(MLIRLexer):
+    """xDSL 0.74's string-literal regex nests `+` in `*`: an unterminated string holding an escape makes it
+    backtrack exponentially (a 40-character line hangs mini-opt). Possessive `++` matches the same strings."""
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+
+
 class LocatingParser(Parser):
     """xDSL's parser, giving each op without an explicit `loc(...)` a FileLineColLoc at its name, as MLIR does.
 
@@ -134,7 +144,12 @@ class LocatingParser(Parser):
     """
 
     def __init__(self, ctx: Context, text: str, name: str):
-        super().__init__(ctx, text, name)
+        # Parser.__init__, with a lexer whose string regex cannot backtrack exponentially.
+        super(Parser, self).__init__(ParserState(_SafeLexer(Input(text, name))), ctx)
+        self.ssa_values = dict()
+        self.blocks = dict()
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = dict()
         self._file = StringAttr(name)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._op_name_pos: list[int] = []
@@ -206,6 +221,11 @@ class LocatingParser(Parser):
         if len(ops) == 1 and isinstance(ops[0], ModuleOp):
             return ops[0]
         return ModuleOp(ops)
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def split_chunks(text: str, enabled: bool) -> list[str]:
@@ -490,29 +510,32 @@ class MiniOptMain(xDSLOptMain):
             except Exception as e:
                 engine.emit(Diagnostic("error", f"frontend '{frontend}' failed: {type(e).__name__}: {e}"))
                 raise _Failed from None
-        parser = LocatingParser(self.ctx, chunk, name)
+        parser = None
         try:
+            parser = LocatingParser(self.ctx, chunk, name)  # lexes the first token: may raise too
             return parser.parse_module(not self.args.no_implicit_module)
         except ParseError as e:
-            line, col = parser.line_col(e.span.start)
+            line, col = _line_col(chunk, e.span.start)
             msg = e.msg.strip() or "syntax error"
+            if msg.startswith("End of file reached before closing string literal"):
+                msg = "unterminated string literal"
             if e.msg.startswith(" ") and e.span.start >= len(chunk.rstrip()):
                 msg = f"unexpected end of input {msg}"  # xDSL's `expect(..., " in block definition")`
             diag = error_at(name, line, col, msg, max(1, min(e.span.end - e.span.start, 80)))
             if isinstance(e, MultipleSpansParseError):
                 for span, msg in e.refs:
-                    r_line, r_col = parser.line_col(span.start)
+                    r_line, r_col = _line_col(chunk, span.start)
                     diag.notes.append(Diagnostic("note", msg or e.ref_text or "see here",
                                                  PositionLoc(name, r_line, r_col)))  # pyright: ignore
             engine.emit(diag)
         except RecursionError:
-            line, col = parser.line_col(parser.current_offset())
+            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, "input nested too deeply"))
         except DiagnosticException as e:  # e.g. an attribute's verifier, run while parsing
-            line, col = parser.line_col(parser.current_offset())
+            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, str(e.args[0]) if e.args else type(e).__name__))
         except Exception as e:  # a parse hook that does not expect malformed input
-            line, col = parser.line_col(parser.current_offset())
+            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, f"failed to parse: {type(e).__name__}: {e}"))
         raise _Failed
 
