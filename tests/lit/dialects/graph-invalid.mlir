@@ -420,6 +420,30 @@
 
 // -----
 
+%0, %n = "test.op"() : () -> (tensor<4x8xf32>, index)
+// expected-error @+1 {{expected 2 bounds operand(s), one per dyn_starts / dyn_ends entry, got 1}}
+%r = "graph.slice"(%0, %n) <{starts = array<i64: 0, 0>, ends = array<i64: 4, 0>, steps = array<i64: 1, 1>, dyn_starts = array<i64: 1>, dyn_ends = array<i64: 1>}> : (tensor<4x8xf32>, index) -> tensor<4x?xf32>
+
+// -----
+
+%0, %n = "test.op"() : () -> (tensor<4x8xf32>, index)
+// expected-error @+1 {{end of dim 1 comes from an operand: its static entry must be 0, got 8}}
+%r = "graph.slice"(%0, %n) <{starts = array<i64: 0, 0>, ends = array<i64: 4, 8>, steps = array<i64: 1, 1>, dyn_ends = array<i64: 1>}> : (tensor<4x8xf32>, index) -> tensor<4x?xf32>
+
+// -----
+
+%0, %n = "test.op"() : () -> (tensor<4x8xf32>, index)
+// expected-error @+1 {{dyn_ends must be increasing dims in [0, 2), got [2]}}
+%r = "graph.slice"(%0, %n) <{starts = array<i64: 0, 0>, ends = array<i64: 4, 8>, steps = array<i64: 1, 1>, dyn_ends = array<i64: 2>}> : (tensor<4x8xf32>, index) -> tensor<4x?xf32>
+
+// -----
+
+%0, %n = "test.op"() : () -> (tensor<4x8xf32>, index)
+// expected-error @+1 {{result dim 1 has a run-time bound: it must be `?`}}
+%r = "graph.slice"(%0, %n) <{starts = array<i64: 0, 0>, ends = array<i64: 4, 0>, steps = array<i64: 1, 1>, dyn_ends = array<i64: 1>}> : (tensor<4x8xf32>, index) -> tensor<4x3xf32>
+
+// -----
+
 %0 = "test.op"() : () -> (tensor<8xf32>)
 // expected-error @+1 {{sizes [3, 4] (sum 7) do not split dim 0 of size 8}}
 %r:2 = "graph.split"(%0) <{axis = 0 : i64, sizes = array<i64: 3, 4>}> : (tensor<8xf32>) -> (tensor<3xf32>, tensor<4xf32>)

@@ -267,6 +267,18 @@ func.func @slice_split_gather(%x: tensor<?x8xf32>, %idx: tensor<3xi64>, %idx32: 
   func.return
 }
 
+// x[:, :n] and x[:, m:n:-1] with run-time bounds: `bounds` holds the dyn_starts values, then the dyn_ends ones.
+// CHECK-LABEL: func.func @slice_runtime_bounds
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x8xf32>, %[[M:.*]]: index, %[[N:.*]]: index)
+// CHECK-NEXT:    %[[A:.*]] = graph.slice %[[X]] starts [0, 0] ends [2, 0] steps [1, 1] dyn_ends [1] bounds(%[[N]]) : tensor<2x8xf32> -> tensor<2x?xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.slice %[[X]] starts [0, 0] ends [2, 0] steps [1, -1] dyn_starts [1] dyn_ends [1] bounds(%[[M]], %[[N]]) : tensor<2x8xf32> -> tensor<2x?xf32>
+// CHECK-NEXT:    func.return
+func.func @slice_runtime_bounds(%x: tensor<2x8xf32>, %m: index, %n: index) {
+  %a = graph.slice %x starts [0, 0] ends [2, 0] steps [1, 1] dyn_ends [1] bounds(%n) : tensor<2x8xf32> -> tensor<2x?xf32>
+  %b = graph.slice %x starts [0, 0] ends [2, 0] steps [1, -1] dyn_starts [1] dyn_ends [1] bounds(%m, %n) : tensor<2x8xf32> -> tensor<2x?xf32>
+  func.return
+}
+
 // CHECK-LABEL: func.func @where_cast_pad
 // CHECK-SAME:    (%[[C:.*]]: tensor<?x1xi1>, %[[A:.*]]: tensor<4xf32>, %[[S:.*]]: tensor<f32>, %[[X:.*]]: tensor<2x3xf32>)
 // CHECK-NEXT:    %[[W:.*]] = graph.where %[[C]], %[[A]], %[[S]] : (tensor<?x1xi1>, tensor<4xf32>, tensor<f32>) -> tensor<?x4xf32>
