@@ -89,7 +89,11 @@ _BY_CLASS: dict[type[Operation], OpPattern] = {
 
 
 def op_pattern(op: Operation) -> OpPattern:
-    """The fusion kind of `op`; anything not in the table (other dialects, unknown ops) is opaque."""
+    """The fusion kind of `op`; anything not in the table (other dialects, unknown ops) is opaque.
+    A graph.slice with run-time `bounds` is opaque too: its kernel reads them from a graph.from_dims
+    buffer built at the graph level, which a fused kernel (loop-fuse) cannot hold."""
+    if isinstance(op, graph.SliceOp) and op.bounds:
+        return OpPattern.OPAQUE
     return _BY_CLASS.get(type(op), OpPattern.OPAQUE)
 
 

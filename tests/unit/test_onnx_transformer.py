@@ -30,8 +30,15 @@ def _feeds(names: list[str], batch: int, seq: int, rng: np.random.Generator) -> 
     return feeds
 
 
-@pytest.mark.parametrize("model", ["tiny_gpt2_block.onnx", "tiny_bert_layer.onnx"])
-def test_transformer_export_matches_onnxruntime_at_two_sizes(model):
+FUSED = "graph-fuse-legalize,graph-bufferize,mem-to-llvm"
+
+
+@pytest.mark.parametrize(
+    "model, pipeline",
+    [("tiny_gpt2_block.onnx", "graph-to-llvm"), ("tiny_bert_layer.onnx", "graph-to-llvm"),
+     ("tiny_gpt2_block.onnx", FUSED)],
+)
+def test_transformer_export_matches_onnxruntime_at_two_sizes(model, pipeline):
     path = DATA / model
     module, params = import_onnx(path)
     fn = next(op for op in module.walk() if op.name == "func.func")
@@ -44,7 +51,7 @@ def test_transformer_export_matches_onnxruntime_at_two_sizes(model):
         assert slices and all(op.dyn_ends is not None for op in slices)
     # Pass the module itself: xDSL 0.74 re-parses the printed `dense<0xff800000> : tensor<f32>`
     # (-inf, GPT-2's mask fill) as the integer 4286578688 (see the report).
-    prog = compile_mlir_text(module, params=params, cache=False)
+    prog = compile_mlir_text(module, params=params, cache=False, pipeline=pipeline)
     sess = ort.InferenceSession(str(path))
     names = [i.name for i in sess.get_inputs()]
     rng = np.random.default_rng(0)
