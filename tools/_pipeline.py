@@ -15,7 +15,6 @@ import dataclasses
 import enum
 import time
 import types
-import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import get_close_matches
@@ -709,5 +708,3 @@ def walk_steps(steps: Sequence[Step]) -> Iterator[PassStep]:
         else:
             yield s
 
-
-_ = typing  # keep `typing` importable for get_type_hints on forward references

@@ -64,7 +64,6 @@ from minimlir.tools._pipeline import (
     option_fields,
     parse_pipeline,
     type_name,
-    walk_steps,
 )
 
 
@@ -652,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-__all__ = ["MiniOptMain", "main", "our_dialects", "our_passes", "walk_steps"]
+__all__ = ["MiniOptMain", "main", "named_pipelines", "our_dialects", "our_passes"]
 
 if __name__ == "__main__":
     sys.exit(main())
