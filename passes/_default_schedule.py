@@ -44,9 +44,9 @@ from minimlir.passes._schedule import Schedule, ScheduleError, const_index
 class MatmulKnobs:
     """Register tile mr x (nv*W), cache tiles mc (rows per parallel chunk) and kc (reduction)."""
 
-    mr: int = 6
+    mr: int = 8
     nv: int = 2
-    mc: int = 48
+    mc: int = 64
     kc: int = 256
     unroll_rows: bool = True
     accumulate_in_registers: bool = True
@@ -361,8 +361,12 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         if k.fma:
             _contract_fma(b)
         *batch, i, j, kk = s.get_loops(b)
-        i0, i1, i2 = s.split(i, [None, mc // mr, mr])
-        j0, j1, j2 = s.split(j, [None, nv, W])
+        # inner factors first: the register tile loops (i2, j2) stay exact whenever mr | M
+        # and W | N, however mc and nv fall; guarded loops are the outer ones
+        io, i2 = s.split(i, [None, mr])
+        i0, i1 = s.split(io, [None, mc // mr])
+        jo, j2 = s.split(j, [None, W])
+        j0, j1 = s.split(jo, [None, nv])
         k0, k1 = s.split(kk, [None, k.kc])
         s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
         s.decompose_reduction(b, s.get_loops(b)[len(batch) + 1])

@@ -62,7 +62,8 @@ def test_matmul_schedule_structure():
     text = str(m)
     assert 'loop.block "matmul_init"' in text
     assert 'loop.block "matmul_acc_in"' in text and 'loop.block "matmul_acc_out"' in text
-    assert "memref<6x16xf32>" in text  # mr x (nv * W)
+    k = D.MatmulKnobs()
+    assert f"memref<{k.mr}x{k.nv * 8}xf32>" in text  # mr x (nv * W)
     assert "math.fma" in text
     assert " parallel " in text and " vectorize " in text and "unroll" in text
 
