@@ -1,7 +1,9 @@
 """backend/runtime.py: zero-copy calls, argument checks before native code, owned outputs, params."""
 
+import ctypes
 import gc
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -223,3 +225,190 @@ def test_graph_to_llvm_end_to_end():
         x = rng.standard_normal((n, 3)).astype(np.float32)
         y = rng.standard_normal(3).astype(np.float32)
         np.testing.assert_allclose(p.main(x, y), np.maximum((x + y) @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ compile diagnostics and errors
+
+GRAPH = """
+func.func @main(%x: tensor<?x3xf32>, %y: tensor<3xf32>) -> tensor<?x3xf32> {
+  %a = graph.add %x, %y : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  %r = graph.relu %a : tensor<?x3xf32>
+  %s = graph.relu %r : tensor<?x3xf32>
+  func.return %s : tensor<?x3xf32>
+}
+"""
+
+
+def test_remarks_are_collected_not_printed(capfd):
+    p = compile_mlir_text(GRAPH, cache=False, filename="model.mlir")
+    assert capfd.readouterr().err == ""
+    assert any(r.startswith("model.mlir:2:1: remark: peak bytes:") for r in p.remarks), p.remarks
+    assert p.warnings == []
+
+
+def test_warnings_are_collected_and_reemitted():
+    src = """
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %c = graph.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+      %a = graph.add %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      func.return %a : tensor<4xf32>
+    }
+    """
+    pipeline = "graph-legalize,graph-bufferize{max-inline-elements=2},mem-to-llvm"
+    with pytest.warns(runtime.CompileWarning, match=r"<input>:3:12: warning: graph.constant of 4 elements"):
+        p = compile_mlir_text(src, pipeline=pipeline, cache=False)
+    assert len(p.warnings) == 1 and "make it a graph.param" in p.warnings[0]
+
+
+def test_pass_failure_is_a_located_compile_error():
+    src = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = graph.constant dense_resource<blob1> : tensor<4xf32>
+  %a = graph.add %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
+"""
+    with pytest.raises(runtime.CompileError) as info:
+        compile_mlir_text(src, cache=False, filename="m.mlir")
+    message = str(info.value)
+    assert message.startswith("m.mlir:2:8: error: failed to bufferize operation 'graph.constant'")
+    assert message.endswith("note: pass 'graph-bufferize' failed")
+    assert info.value.pass_name == "graph-bufferize"
+    from minimlir.tools._pipeline import PassFailure
+
+    assert not isinstance(info.value, PassFailure)
+
+
+def test_pass_failure_in_a_lowering_names_the_pass():
+    src = """func.func private @k(%a: memref<4xf32>) -> memref<4xf32> {
+  func.return %a : memref<4xf32>
+}
+func.func @main(%x: memref<4xf32>) {
+  func.return
+}
+"""
+    with pytest.raises(runtime.CompileError, match=r"(?s)<input>:1:1: error: failed to legalize operation "
+                       r"'func.func': @k returns a memref.*pass 'convert-mem-to-llvm' failed"):
+        compile_mlir_text(src, pipeline="convert-to-llvm", cache=False)
+
+
+@pytest.mark.parametrize(
+    "src, message",
+    [
+        ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x tensor<4xf32>\n}",
+         r"^<input>:2:18: error: Expected ':'"),
+        ("func.func @main() {\n  %a = graph.nope : i32\n}", r"^<input>:2:8: error: unknown operation 'graph.nope'"),
+    ],
+)
+def test_parse_errors_are_located(src, message):
+    with pytest.raises(runtime.CompileError, match=message):
+        compile_mlir_text(src, cache=False)
+
+
+def test_bad_pipeline_is_a_compile_error():
+    with pytest.raises(runtime.CompileError, match="invalid pipeline 'graph-legalise'.*unknown pass 'graph-legalise'"):
+        compile_mlir_text(GRAPH, pipeline="graph-legalise", cache=False)
+
+
+def test_wrong_number_of_inputs_names_the_expected_inputs():
+    p = compile_mlir_text(GRAPH, cache=False)
+    x = np.ones((2, 3), np.float32)
+    expected = r"expected input\(s\): x: float32\(\?, 3\), y: float32\(3,\)"
+    with pytest.raises(ArgumentError, match=r"main\(\) takes 2 input\(s\) but 3 were given; " + expected):
+        p.main(x, x[0], x)
+    with pytest.raises(ArgumentError, match=r"main\(\): missing input\(s\) 'y'; " + expected):
+        p.main(x)
+    with pytest.raises(ArgumentError, match=r"unexpected input 'z'; " + expected):
+        p.main(x, x[0], z=x)
+
+
+# ------------------------------------------------------------------ native error paths leak nothing
+
+_ALLOC_T = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_FREE_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class CountingAllocator:
+    """aligned_alloc/free for JIT code compiled while installed: records pointers, can fail the
+    n-th allocation (returns null)."""
+
+    def __init__(self):
+        libc = ctypes.CDLL(None)
+        self.real_alloc = libc.aligned_alloc
+        self.real_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+        self.real_alloc.restype = ctypes.c_void_p
+        self.real_free = libc.free
+        self.real_free.argtypes = [ctypes.c_void_p]
+        self.real_free.restype = None
+        self.allocated: list[int] = []
+        self.freed: list[int] = []
+        self.fail_at: int | None = None
+        self.calls = 0
+        self._alloc = _ALLOC_T(self.alloc)
+        self._free = _FREE_T(self.free)
+
+    def alloc(self, align, size):
+        self.calls += 1
+        if self.fail_at is not None and self.calls == self.fail_at:
+            return None
+        p = self.real_alloc(align, size)
+        self.allocated.append(p)
+        return p
+
+    def free(self, p):
+        if p:
+            self.freed.append(p)
+        self.real_free(p)
+
+    def live(self, runtime_freed):
+        return set(self.allocated) - set(self.freed) - set(runtime_freed)
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    from minimlir.backend import _target
+
+    _target.init_llvm()
+    counter = CountingAllocator()
+    real = {n: llvm.address_of_symbol(n) for n in ("aligned_alloc", "free")}
+    llvm.add_symbol("aligned_alloc", ctypes.cast(counter._alloc, ctypes.c_void_p).value)
+    llvm.add_symbol("free", ctypes.cast(counter._free, ctypes.c_void_p).value)
+    runtime_freed: list[int] = []
+    real_free = runtime.FREE
+    monkeypatch.setattr(runtime, "FREE", lambda p: (runtime_freed.append(p), real_free(p)))
+    try:
+        prog = compile_mlir_text(GRAPH, cache=False)  # relu(relu(x + y)): an arena + a result
+    finally:
+        for name, addr in real.items():
+            llvm.add_symbol(name, addr)
+    yield prog, counter, runtime_freed
+
+
+def test_out_shape_mismatch_frees_the_arena(counting):
+    prog, counter, runtime_freed = counting
+    x, y = np.ones((4, 3), np.float32), np.ones(3, np.float32)
+    np.testing.assert_array_equal(prog.main(x, y), 2.0)
+    gc.collect()
+    assert counter.allocated and not counter.live(runtime_freed)
+    with pytest.raises(ArgumentError, match=r"computed shape is \(4, 3\) but the array has shape \(2, 3\)"):
+        prog.main(x, y, out=np.zeros((2, 3), np.float32))
+    assert not counter.live(runtime_freed)
+    out = np.zeros((4, 3), np.float32)
+    prog.main(x, y, out=out)
+    np.testing.assert_array_equal(out, 2.0)
+    assert not counter.live(runtime_freed)
+
+
+def test_failed_allocation_is_memory_error_and_leaks_nothing(counting):
+    prog, counter, runtime_freed = counting
+    x, y = np.ones((4, 3), np.float32), np.ones(3, np.float32)
+    prog.main(x, y)
+    per_call = counter.calls  # the arena and the result
+    assert per_call >= 2
+    for k in range(1, per_call + 1):  # fail each allocation of one call in turn
+        counter.calls, counter.fail_at = 0, k
+        with pytest.raises(MemoryError, match=r"main\(\): out of memory"):
+            prog.main(x, y)
+        gc.collect()
+        assert not counter.live(runtime_freed), f"allocation {k} failed: leaked"
+    counter.fail_at = None
+    np.testing.assert_array_equal(prog.main(x, y), 2.0)
