@@ -747,21 +747,29 @@ def _load_hit(entry: Any) -> Any | None:
     if not isinstance(meta, dict) or not isinstance(meta.get("metadata"), dict):
         return None
     _target.init_llvm()
-    _load_symbol_providers()
-    for name in meta.get("externals", ()):
-        if not llvm.address_of_symbol(name):
+    externals = [str(n) for n in meta.get("externals", ())]
+    if any(not llvm.address_of_symbol(n) for n in externals):
+        _load_symbol_providers()
+        if any(not llvm.address_of_symbol(n) for n in externals):
             return None
-    with jit._llvm_lock:
-        tm = _target.target_machine(int(meta.get("opt_level", 3)))
-        engine = jit._engine_from_object(entry.obj, tm)
+    try:
+        with jit._llvm_lock:
+            tm = _target.target_machine(int(meta.get("opt_level", 3)))
+            engine = jit._engine_from_object(entry.obj, tm)
+    except Exception:  # an object LLVM refuses: recompile rather than fail
+        return None
     return jit.CompiledModule(engine, {}, entry.ir, tm, cache_hit=True)
 
 
 def _load_symbol_providers() -> None:
-    """Modules that register symbols generated code calls (the thread pool), if present."""
-    for name in ("minimlir.backend.parallel",):
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+    """Register the symbols generated code may use beyond libc/libm: libgomp's GOMP_parallel and
+    `minimlir_num_threads` (backend/parallel.py registers them lazily, at lowering time, which
+    a cache hit skips)."""
+    name = "minimlir.backend.parallel"
+    if importlib.util.find_spec(name) is not None:
+        available = getattr(importlib.import_module(name), "available", None)
+        if available is not None:
+            available()
 
 
 def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
@@ -777,7 +785,8 @@ def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
         mod = jit.parse_ir(ir_text)
         jit.check_symbols(mod)
         externals = sorted(
-            fn.name for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")
+            {fn.name for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")}
+            | {g.name for g in mod.global_variables if g.is_declaration}
         )
         jit.optimize(mod, tm, opt_level)
         opt_ir = str(mod)

@@ -29,7 +29,7 @@ import json, sys
 import numpy as np
 from minimlir.backend import runtime
 src, x, y = json.loads(sys.stdin.read())
-p = runtime.compile_mlir_text(src, cache=sys.argv[1])
+p = runtime.compile_mlir_text(src, cache=sys.argv[1], pipeline=sys.argv[2])
 s = runtime.compile_stats()
 out = p.main(np.array(x, np.float32), np.array(y, np.float32))
 print(json.dumps({"hits": s.hits, "misses": s.misses, "parses": s.parses,
@@ -37,12 +37,12 @@ print(json.dumps({"hits": s.hits, "misses": s.misses, "parses": s.parses,
 """
 
 
-def _child(directory, wait=True):
+def _child(directory, wait=True, src=SRC, x=X, y=Y, pipeline="graph-to-llvm"):
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(directory)],
+        [sys.executable, "-c", CHILD, str(directory), pipeline],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    proc.stdin.write(json.dumps([SRC, X.tolist(), Y.tolist()]))
+    proc.stdin.write(json.dumps([src, x.tolist(), y.tolist()]))
     proc.stdin.close()
     return proc if not wait else _report(proc)
 
@@ -180,3 +180,32 @@ def test_module_input_is_keyed_by_its_printed_form(tmp_path):
     p = compile_mlir_text(module.clone(), cache=tmp_path)
     assert p.cache_hit and compile_stats().parses == 0
     np.testing.assert_array_equal(p.main(X, Y), EXPECTED)
+
+
+def test_parallel_code_hits_in_a_new_process(tmp_path):
+    """A hit must register what the lowering registered (libgomp, minimlir_num_threads) before
+    MCJIT resolves the object's symbols; the hit process runs no pass."""
+    from minimlir.backend import parallel
+    from minimlir.tools.mini_opt import named_pipelines
+
+    if "compile" not in named_pipelines() or not parallel.available():
+        pytest.skip("no 'compile' pipeline or no libgomp")
+    src = """
+    func.func @main(%x: tensor<64x256xf32>, %y: tensor<256xf32>) -> tensor<64x256xf32> {
+      %a = graph.add %x, %y : (tensor<64x256xf32>, tensor<256xf32>) -> tensor<64x256xf32>
+      %r = graph.relu %a : tensor<64x256xf32>
+      func.return %r : tensor<64x256xf32>
+    }
+    """
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    y = rng.standard_normal(256).astype(np.float32)
+    first = _child(tmp_path, src=src, x=x, y=y, pipeline="compile")
+    (entry,) = tmp_path.glob("*.mmo")
+    meta = cache._parse(entry.read_bytes()).meta
+    if "GOMP_parallel" not in meta["externals"]:
+        pytest.skip("the 'compile' pipeline made no parallel loop here")
+    second = _child(tmp_path, src=src, x=x, y=y, pipeline="compile")
+    assert not first["cache_hit"] and second["cache_hit"] and second["passes_run"] == 0
+    for r in (first, second):
+        np.testing.assert_array_equal(np.array(r["out"], np.float32), np.maximum(x + y, 0))
