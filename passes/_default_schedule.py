@@ -408,6 +408,41 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
+# conv2d
+
+
+def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    """Reduction outside the output row: (n, co, oh | ci, kh, kw | ow) with the init hoisted in
+    front of ci, so the innermost ow loop has no loop-carried dependence (LLVM vectorizes it;
+    the padded input reads are clamped, so loop-lower-vectors cannot); co runs in parallel;
+    consumers are computed per output channel."""
+    c = cfg.conv2d
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    if blk is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3 or _direct_loops(blk) is None:
+        return False
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("conv2d")
+        if c.fma:
+            _contract_fma(b)
+        n, co, oh, ow, ci, kh, kw = s.get_loops(b)
+        s.reorder(n, co, oh, ci, kh, kw, ow)
+        s.decompose_reduction(b, s.get_loops(b)[3])
+
+    if not _attempt(kernel, main):
+        return False
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1])
+    if c.parallel:
+        for depth in (1, 0, 2):
+            if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+                break
+    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
 # generic
 
 
@@ -485,7 +520,7 @@ def _attempt_parallel(kernel: func.FuncOp, t_index: int, depth: int) -> bool:
 # driver
 
 
-RULES: list[Callable[[func.FuncOp, ScheduleConfig], bool]] = [schedule_matmul]
+RULES: list[Callable[[func.FuncOp, ScheduleConfig], bool]] = [schedule_matmul, schedule_conv2d]
 
 
 def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
