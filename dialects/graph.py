@@ -70,6 +70,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+import minimlir.dialects._xdsl_compat  # noqa: F401  (parser fixes for the pinned xDSL)
+
 DYNAMIC = DYNAMIC_INDEX
 """The value of a `?` dim in a shape (xDSL's DYNAMIC_INDEX)."""
 
