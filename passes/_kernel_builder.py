@@ -251,6 +251,15 @@ class Emitter:
         return self.emit(arith.TruncIOp(v, to))
 
 
+class _EntryEmitter(Emitter):
+    """Emits at the kernel entry, after the symbols emitted so far (so the values dominate every
+    loop nest, wherever a schedule later moves it)."""
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.kb._insert_entry(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+
 class KernelBuilder:
     """One kernel `@name(inputs..., outputs...)`; `kb.args` are its buffers."""
 
@@ -269,6 +278,7 @@ class KernelBuilder:
         self._dims: dict[tuple[SSAValue, int], SSAValue] = {}
         self._const_of: dict[SSAValue, int] = {}
         self.top = Emitter(self, self._body_ip)
+        self.entry = _EntryEmitter(self, self._body_ip)
 
     def _insert_entry(self, op: Operation) -> None:
         if self._last_entry is None:

@@ -14,13 +14,13 @@ shape arithmetic that sizes their results:
 
 It becomes a kernel with the same name, whose buffers are the group's inputs then its outputs; the
 members' loop nests are copied one after the other, an intermediate becomes a local buffer
-(`mem.alloca` when static and at most 64 KiB, else `mem.alloc` … `mem.dealloc` after its last
-use), and the shape arithmetic is re-materialized on buffers (`graph.dim` -> `mem.dim`):
+(`mem.alloca` when static and at most 64 KiB, else `mem.alloc` … `mem.dealloc`; both at the
+kernel's entry and end, so they dominate the nests wherever a schedule moves them), and the shape arithmetic is re-materialized on buffers (`graph.dim` -> `mem.dim`):
 
     func.func private @fused_add_tanh(%x: memref<?x8xf32>, %y: memref<?x8xf32>,
                                       %s: memref<?x8xf32>) attributes {loop.kernel} {
       %n = mem.dim %x, 0 …
-      %e = mem.alloc(%n) : memref<?x8xf32>
+      %e = mem.alloc(%n) : memref<?x8xf32>      // locals at the entry
       loop.for … { loop.block "add" … }      // add_0's nest, writing %e
       loop.for … { loop.block "tanh" … }     // tanh_0's nest, reading %e, writing %s
       mem.dealloc %e : memref<?x8xf32>
@@ -141,7 +141,7 @@ class _Fuser:
             return
         mapping = {o: self._index(o) for o in op.operands}
         new = op.clone(value_mapper=mapping)
-        self.kb.top.emit(new)
+        self.kb.entry.emit(new)
         for old, res in zip(op.results, new.results):
             self.idx[old] = res
 
@@ -150,10 +150,12 @@ class _Fuser:
     def _local(self, t: MemRefType, dims: list[Index]) -> SSAValue:
         dyn = [self.kb.top.index(d) for d, s in zip(dims, t.get_shape()) if s < 0]
         size = _byte_size(t)
+        # Locals (and the index arithmetic sizing them) live at the kernel entry, so they dominate
+        # every nest wherever a schedule moves it (reverse-compute-at pulls consumers up).
         if size is not None and size <= ALLOCA_LIMIT:
-            buffer = self.kb.top.emit(mem.AllocaOp(t))
+            buffer = self.kb.entry.emit(mem.AllocaOp(t))
         else:
-            buffer = self.kb.top.emit(mem.AllocOp(t, dyn))
+            buffer = self.kb.entry.emit(mem.AllocOp(t, dyn))
             self.heap.append(buffer)
         self.local_dims[buffer] = dims
         return buffer
@@ -216,7 +218,7 @@ class _Fuser:
         t = as_memref(op.result.type)
         dims = self._shape_of(t, op.dims, [op.result.type], 0)
         dyn = [self._index(d) for d in op.dims]
-        view = self.kb.top.emit(mem.ViewOp(self.buf[op.input], t, dyn))
+        view = self.kb.entry.emit(mem.ViewOp(self.buf[op.input], t, dyn))
         self.local_dims[view] = dims
         self.buf[op.result] = view
 
@@ -248,23 +250,10 @@ class _Fuser:
         return kernel
 
     def _deallocs(self) -> None:
-        """`mem.dealloc` of each heap intermediate after the last top-level op that uses it
-        (directly or through a view)."""
-        body = self.kb.kernel.body.block
-        aliases: dict[SSAValue, SSAValue] = {h: h for h in self.heap}
-        for op in body.ops:
-            if isinstance(op, mem.ViewOp) and op.source in aliases:
-                aliases[op.result] = aliases[op.source]
-        last: dict[SSAValue, Operation] = {}
-        for op in body.ops:
-            for inner in op.walk():
-                for v in inner.operands:
-                    if v in aliases:
-                        last[aliases[v]] = op
+        """`mem.dealloc` of each heap intermediate at the end of the kernel (not after its last use:
+        schedule primitives may move nests, and the end dominates nothing they can reach)."""
         for h in self.heap:
-            after = last.get(h, h.owner)
-            assert isinstance(after, Operation)
-            Rewriter.insert_op(mem.DeallocOp(h), InsertPoint.after(after))
+            self.kb.top.emit(mem.DeallocOp(h))
 
 
 class _CallerDims:

@@ -4,11 +4,13 @@
 // multi-result primitive function.
 
 // conv2d -> add -> relu: one kernel over (x, w, b, out); the two intermediates are local
-// (static, small: mem.alloca); the relu writes the output buffer directly.
+// (static, small: mem.alloca, both at the kernel entry so they dominate every nest a schedule may
+// move); the relu writes the output buffer directly.
 // CHECK-LABEL: func.func private @fused_conv2d_add_relu
 // CHECK-SAME:    (%[[X:.*]]: memref<1x2x4x4xf32>, %[[W:.*]]: memref<2x2x3x3xf32>, %[[B:.*]]: memref<2x1x1xf32>, %[[OUT:.*]]: memref<1x2x2x2xf32>) attributes {loop.kernel}
 // CHECK-NOT:     func.func
 // CHECK:         %[[C:.*]] = mem.alloca() : memref<1x2x2x2xf32>
+// CHECK:         %[[A:.*]] = mem.alloca() : memref<1x2x2x2xf32>
 // CHECK-NOT:     func.func
 // CHECK:         loop.block "conv2d"
 // CHECK:           mem.load %[[X]]
@@ -16,7 +18,6 @@
 // CHECK:           mem.store %{{.*}}, %[[C]]
 // CHECK:         } init {
 // CHECK:           mem.store %{{.*}}, %[[C]]
-// CHECK:         %[[A:.*]] = mem.alloca() : memref<1x2x2x2xf32>
 // CHECK:         loop.block "add"
 // CHECK:           mem.load %[[C]]
 // CHECK:           mem.load %[[B]]
@@ -68,8 +69,8 @@
 // CHECK-SAME:    (%[[X:.*]]: memref<?x4xf32>, %[[OUT:.*]]: memref<?x2x2xf32>)
 // CHECK:         %[[N:.*]] = mem.dim %[[X]], 0
 // CHECK:         %[[E:.*]] = mem.alloc(%[[N]])
-// CHECK:         loop.block "exp"
 // CHECK:         %[[V:.*]] = mem.view %[[E]](%[[N]]) : memref<?x4xf32> -> memref<?x2x2xf32>
+// CHECK:         loop.block "exp"
 // CHECK:         loop.block "sigmoid"
 // CHECK:           mem.load %[[V]]
 // CHECK:         mem.dealloc %[[E]]
