@@ -32,12 +32,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat, ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, ModuleOp
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
-from minimlir.passes._affine import affine_of
-from minimlir.passes._schedule import Schedule, ScheduleError, const_index
+from minimlir.passes._affine import AffineForm, affine_of
+from minimlir.passes._schedule import (
+    Schedule,
+    ScheduleError,
+    const_index,
+    emit,
+    fold_static,
+    iconst,
+    local_form,
+    materialize_form,
+    upper_forms,
+)
 
 
 @dataclass(frozen=True)
@@ -56,12 +67,14 @@ class MatmulKnobs:
 
 @dataclass(frozen=True)
 class ConvKnobs:
-    """Output tile: cr output channels (unrolled) x W output columns (one vector)."""
+    """Register tile: up to rw output columns (unrolled) x nv*W output channels (nv vectors)."""
 
-    cr: int = 4
+    rw: int = 8
+    nv: int = 2
     fma: bool = True
     parallel: bool = True
     vectorize: bool = True
+    pad_input: bool = True  # copy the input into a zero-padded local buffer (no select in the tile)
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,8 @@ def _contract_fma(blk: loop.BlockOp) -> None:
                 break
 
 
-def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], name: str) -> None:
+def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], name: str,
+                       red: loop.ForOp | None = None) -> None:
     """Accumulate the output tile in a local buffer (TVM's cache_write to "local"):
 
         for k1 { for t... { blk: C[v] = f(C[v], ...) } }
@@ -181,14 +195,17 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
     `tile` gives the static extents of the loops under the reduction loop k1 (the loops right
     around the block, innermost last); the last one is a vector of W lanes inside loop j1, so acc
     is mr x (nv*W). acc is indexed by the tile loops' own variables: after full unrolling every
-    access is at a constant offset and LLVM's SROA keeps the tile in registers."""
+    access is at a constant offset and LLVM's SROA keeps the tile in registers. `red` (default:
+    the loop right outside the tile loops) is the loop the copies go around; every loop from it
+    to the tile loops must be a reduction loop."""
     from xdsl.dialects.builtin import MemRefType
     from xdsl.rewriter import InsertPoint, Rewriter
 
     from minimlir.passes._schedule import emit, iconst
 
     loops = loop.block_loops(blk)
-    red, t_loops = loops[-1 - len(tile)], loops[-len(tile):]
+    t_loops = loops[-len(tile):]
+    red = red if red is not None else loops[-1 - len(tile)]
     stores = [op for op in blk.body.walk() if isinstance(op, mem.StoreOp)]
     loads = [op for op in blk.body.walk() if isinstance(op, mem.LoadOp)]
     if len(stores) != 1 or stores[0].parent_block() is not blk.body.block:
@@ -268,6 +285,60 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
             for v in o.operands:
                 if _defined_in(v, red):
                     raise ScheduleError("cache accumulator: tile bounds depend on the reduction loop", o)
+
+
+def _forward_init(kernel: func.FuncOp, init: loop.BlockOp, acc_in: loop.BlockOp) -> None:
+    """`acc_in` (acc[t] = C[v]) runs right after `init` (C[v] = f(v)) over the same tile: give
+    it acc[t] = f(v) and drop the init nest, so C is written once (by acc_out) per tile.
+
+        for t { init: C[v] = f(v) }          for t { acc_in: acc[t] = f(v) }
+        for t { acc_in: acc[t] = C[v] }  ->"""
+    i_loops, a_loops = loop.block_loops(init), loop.block_loops(acc_in)
+    common = 0
+    while common < min(len(i_loops), len(a_loops)) and i_loops[common] is a_loops[common]:
+        common += 1
+    i_own, a_own = i_loops[common:], a_loops[common:]
+    if len(i_own) != len(a_own) or not i_own or i_own[0].next_op is not a_own[0]:
+        raise ScheduleError("forward init: the init and acc_in nests do not match", acc_in)
+    sub = {}
+    for il, al in zip(i_own, a_own):
+        if any(affine_of(x) is None or affine_of(x) != affine_of(y) for x, y in
+               ((il.lb, al.lb), (il.step, al.step))):
+            raise ScheduleError("forward init: loop bounds differ", acc_in)
+        sub[il.induction_var] = AffineForm.atom(al.induction_var)
+    for il, al in zip(i_own, a_own):
+        fi, fa = upper_forms(il.ub), upper_forms(al.ub)  # min(...) bounds of guarded tiles
+        if fi is None or fa is None or sorted(map(str, (f.substitute_all(sub) for f in fi))) != sorted(
+            map(str, fa)
+        ):
+            raise ScheduleError("forward init: loop bounds differ", acc_in)
+    i_stores = [o for o in init.body.walk() if isinstance(o, mem.StoreOp)]
+    a_loads = [o for o in acc_in.body.walk() if isinstance(o, mem.LoadOp)]
+    if len(i_stores) != 1 or len(a_loads) != 1 or i_stores[0].memref is not a_loads[0].memref:
+        raise ScheduleError("forward init: unexpected init / acc_in bodies", acc_in)
+    st, ld = i_stores[0], a_loads[0]
+    i_args, a_args = list(init.body.block.args), list(acc_in.body.block.args)
+    vmap = {}
+    for si, li in zip(st.indices, ld.indices):
+        if si not in i_args or li not in a_args:
+            raise ScheduleError("forward init: indices are not iteration variables", acc_in)
+        k, j = i_args.index(si), a_args.index(li)
+        fi, fa = affine_of(init.bindings[k]), affine_of(acc_in.bindings[j])
+        if fi is None or fa is None or fi.substitute_all(sub) != fa:
+            raise ScheduleError("forward init: the blocks bind different points", acc_in)
+        vmap[si] = li
+    if len(vmap) != len(i_args):
+        raise ScheduleError("forward init: init variable not in the stored index", acc_in)
+    ip = InsertPoint.before(ld)
+    for o in init.body.block.ops:
+        if o is st or isinstance(o, loop.YieldOp):
+            continue
+        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
+    ld.result.replace_all_uses_with(vmap.get(st.value, st.value))
+    ld.detach()
+    ld.erase()
+    i_own[0].detach()
+    i_own[0].erase()
 
 
 def _defined_in(v, op: Operation) -> bool:
@@ -411,12 +482,241 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 # conv2d
 
 
+def _unclamp(v: SSAValue) -> SSAValue:
+    """The index under a clamp chain `minsi(maxsi(t, 0), last)` (either part optional)."""
+    while isinstance(v, OpResult) and isinstance(v.owner, arith.MinSIOp | arith.MaxSIOp):
+        v = v.owner.lhs
+    return v
+
+
+def _drop_dead(block) -> None:
+    """Erase pure arith ops without uses from `block` (repeatedly)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in reversed(list(block.ops)):
+            if o.dialect_name() == "arith" and all(not r.uses for r in o.results):
+                o.detach()
+                o.erase()
+                changed = True
+
+
+def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: str) -> tuple:
+    """Loops over `extents` at `ip` with one all-spatial block bound 1:1; returns the top loop,
+    the block's iteration variables and an insert point in its body."""
+    c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
+    ivs, top = [], None
+    for e in extents:
+        l = loop.ForOp(c0, e, c1)
+        Rewriter.insert_op(l, ip)
+        top = top or l
+        ivs.append(l.induction_var)
+        ip = InsertPoint.before(l.body.block.last_op)
+    blk = loop.BlockOp(name, ivs, ["spatial"] * len(ivs))
+    Rewriter.insert_op(blk, ip)
+    return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
+
+
+def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int) -> None:
+    """Give the conv2d block (n co oh ow | ci kh kw, group 1) operands it can read in vector
+    tiles, with two local buffers filled before its nest:
+
+        conv2d_wpack: WT[ci, kh, kw, co] = W[co, ci, kh, kw]     (output channels contiguous)
+        conv2d_pad:   XP[n, c, hp, wp] = X[n, c, hp - pt, wp - pl] inside X, else 0
+
+    and the block reads WT[ci, kh, kw, co] and XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no
+    clamp, no select). Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
+    n, co, oh, ow, ci, kh, kw = blk.body.block.args
+    loops = loop.block_loops(blk)
+    ubs = [l.ub for l in loops]
+    top = loops[0]
+    while top.parent_op() is not kernel:
+        top = top.parent_op()
+    body = blk.body.block
+    loads = [op for op in body.ops if isinstance(op, mem.LoadOp)]
+    stores = [op for op in body.ops if isinstance(op, mem.StoreOp)]
+    if len(stores) != 1 or list(stores[0].indices) != [n, co, oh, ow] or len(loads) != 3:
+        raise ScheduleError("conv relayout: unexpected conv2d block", blk)
+    y = stores[0].memref
+    w_ld = next((l for l in loads if list(l.indices) == [co, ci, kh, kw]), None)
+    x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
+    if w_ld is None or x_ld is None or list(x_ld.indices[:2]) != [n, ci]:
+        raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
+    elem = x_ld.result.type
+    co_ext = const_index(ubs[1])
+    if co_ext is None or co_ext % co_tile:
+        raise ScheduleError("conv relayout: the output channels must be a multiple of the tile", blk)
+    ip = InsertPoint.before(top)
+    frees = []
+    # -- weights
+    wt_shape = [ubs[4], ubs[5], ubs[6], ubs[1]]
+    wt = _local_buffer(elem, wt_shape, ip, frees)
+    # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
+    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(
+        kernel, ip, [iconst(kernel, co_ext // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)],
+        "conv2d_wpack")
+    p_top.location = blk.location
+    pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
+    v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
+    Rewriter.insert_op(mem.StoreOp(v, wt, [pi, ph, pw, pc]), bip)
+    new_w = mem.LoadOp(wt, [ci, kh, kw, co], elem)
+    Rewriter.insert_op(new_w, InsertPoint.before(w_ld))
+    w_ld.result.replace_all_uses_with(new_w.result)
+    w_ld.detach()
+    w_ld.erase()
+    # -- padded input
+    taps = [_unclamp(i) for i in x_ld.indices[2:]]
+    uses = list(x_ld.result.uses)
+    sel = uses[0].operation if len(uses) == 1 and isinstance(uses[0].operation, arith.SelectOp) else None
+    clamped = any(t is not i for t, i in zip(taps, x_ld.indices[2:])) or sel is not None
+    if clamped and pad_input:
+        if sel is None or sel.lhs is not x_ld.result:
+            raise ScheduleError("conv relayout: padded load without a select", x_ld)
+        zero = sel.rhs.owner
+        if not (isinstance(zero, arith.ConstantOp) and isinstance(zero.value, FloatAttr)
+                and zero.value.value.data == 0.0):
+            raise ScheduleError("conv relayout: padding value is not 0", sel)
+        x = x_ld.memref
+        pads, extents, sizes = [], [], []
+        for d, (t, ov, kv, o_ub, k_ub) in enumerate(zip(taps, (oh, ow), (kh, kw), ubs[2:4], ubs[5:7])):
+            f = local_form(t, blk)
+            if f is None or not f.atoms <= {ov, kv} or f.coeff(ov) < 1 or f.coeff(kv) < 1 or f.const > 0:
+                raise ScheduleError("conv relayout: tap index is not oh*s + kh*d - pad", x_ld)
+            st, dil = f.coeff(ov), f.coeff(kv)
+            of, kf = affine_of(o_ub), affine_of(k_ub)
+            if of is None or kf is None:
+                raise ScheduleError("conv relayout: non-affine extents", blk)
+            # every tap, inside or not: (O - 1)*s + (K - 1)*d + 1
+            extents.append(materialize_form(fold_static(of * st + kf * dil - st - dil + 1), kernel, ip))
+            pads.append(-f.const)
+            shape = x.type.get_shape()  # type: ignore[union-attr]
+            sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
+        xp = _local_buffer(elem, [ubs[0], ubs[4], *extents], ip, frees)
+        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], ubs[4], *extents], "conv2d_pad")
+        x_top.location = blk.location
+        last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
+        cond, idx = None, []
+        for q, pd, sz, lst in zip((qh, qw), pads, sizes, last):
+            src = emit(arith.SubiOp(q, iconst(kernel, pd)), bip) if pd else q
+            for c in (arith.CmpiOp(src, iconst(kernel, 0), "sge"), arith.CmpiOp(src, sz, "slt")):
+                c = emit(c, bip)
+                cond = c if cond is None else emit(arith.AndIOp(cond, c), bip)
+            idx.append(emit(arith.MinSIOp(emit(arith.MaxSIOp(src, iconst(kernel, 0)), bip), lst), bip))
+        v = emit(mem.LoadOp(x, [qn, qc, *idx], elem), bip)
+        z = emit(arith.ConstantOp(FloatAttr(0.0, elem)), bip)
+        v = emit(arith.SelectOp(cond, v, z), bip)
+        Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
+        lip = InsertPoint.before(x_ld)
+        new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
+        new_x = emit(mem.LoadOp(xp, [n, ci, *new_idx], elem), lip)
+        sel.result.replace_all_uses_with(new_x)
+        sel.detach()
+        sel.erase()
+        x_ld.detach()
+        x_ld.erase()
+    _drop_dead(body)
+    ret = kernel.body.block.last_op
+    for f in frees:
+        Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
+
+
+def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> SSAValue:
+    from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+
+    shape = [const_index(d) if const_index(d) is not None else DYNAMIC_INDEX for d in dims]
+    op = mem.AllocOp(MemRefType(elem, shape), [d for d, e in zip(dims, shape) if e == DYNAMIC_INDEX])
+    Rewriter.insert_op(op, ip)
+    frees.append(op.results[0])
+    return op.results[0]
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
+
+
+def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights to
+    [ci][kh][kw][co] and the padded input into local buffers (_relayout_conv), then
+
+        co -> (co0, cj, cw) = (., nv, W)     ow -> (ow0, ow1) = (., rw)
+        order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
+
+    so the kw body is nv vector loads of WT, rw broadcasts of XP and rw*nv FMAs on an rw x nv*W
+    accumulator tile kept in registers from ci = 0 to the end of the reduction (the init and
+    the accumulator copies sit outside ci). Stride and dilation only change the broadcast
+    addresses. Needs a static output-channel count that W divides (W halves to fit)."""
+    c = cfg.conv2d
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    loops = _direct_loops(blk) if blk is not None else None
+    if loops is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3:
+        return False
+    co_ext, ow_ext = const_index(loops[1].ub), const_index(loops[3].ub)
+    if co_ext is None:
+        return False
+    w = cfg.width
+    while w >= 4 and co_ext % w:
+        w //= 2
+    if w < 4:
+        return False
+    nv = max(1, c.nv)
+    while co_ext % (nv * w):
+        nv -= 1
+    rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("conv2d")
+        if c.fma:
+            _contract_fma(b)
+        _relayout_conv(kernel, b, c.pad_input, nv * w)
+        n, co, oh, ow, ci, kh, kw = s.get_loops(b)
+        co0, cj, cw = s.split(co, [None, nv, w])
+        ow0, ow1 = s.split(ow, [None, rw])
+        s.reorder(n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+        s.decompose_reduction(b, s.get_loops(b)[4])
+        _cache_accumulator(kernel, b, [rw, nv, w], "conv2d_acc", red=s.get_loops(b)[4])
+        # the tile: vector lanes over cw, everything else of the tile unrolled
+        ow1, cj, cw = s.get_loops(b)[-3:]
+        s.vectorize(cw)
+        _mark_width(cw, w)
+        s.unroll(cj, None if const_index(cj.ub) is not None else nv)
+        s.unroll(ow1, None if const_index(ow1.ub) is not None else rw)
+
+    if not _attempt(kernel, main):
+        return False
+    _attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1])
+    for name in ("conv2d_init", "conv2d_acc_in", "conv2d_acc_out"):
+        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            continue
+
+        def copies(s: Schedule, name=name, vec=True) -> None:
+            *rest, last = s.get_loops(s.get_block(name))[-3:]
+            if vec:  # acc_in reads the bias: contiguous along cw
+                s.vectorize(last)
+                _mark_width(last, w)
+            for l in rest if vec else [*rest, last]:
+                s.unroll(l, None if const_index(l.ub) is not None else rw)
+
+        if not _attempt(kernel, copies):
+            _attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
+    if c.parallel:
+        for depth in (1, 0, 2):
+            if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+                break
+    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init", "conv2d_acc_in", "conv2d_acc_out"})
+    return True
+
+
 def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     """Reduction outside the output row: (n, co, oh | ci, kh, kw | ow) with the init hoisted in
     front of ci, so the innermost ow loop has no loop-carried dependence (LLVM vectorizes it;
     the padded input reads are clamped, so loop-lower-vectors cannot); co runs in parallel;
     consumers are computed per output channel."""
     c = cfg.conv2d
+    if c.vectorize and _schedule_conv2d_vector(kernel, cfg):
+        return True
     blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
     if blk is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3 or _direct_loops(blk) is None:
         return False
@@ -431,6 +731,7 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if not _attempt(kernel, main):
         return False
+    _attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
                         lambda s: s.get_loops(s.get_block("conv2d"))[1])

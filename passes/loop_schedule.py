@@ -42,7 +42,8 @@ class LoopSchedulePass(ModulePass):
     nv: int = 0
     mc: int = 0
     kc: int = 0
-    conv_cr: int = 0
+    conv_rw: int = 0
+    conv_nv: int = 0
     parallel: bool = True
     vectorize: bool = True
     lower: bool = True
@@ -59,7 +60,8 @@ class LoopSchedulePass(ModulePass):
             parallel=self.parallel,
         )
         c = ConvKnobs()
-        c = dataclasses.replace(c, cr=self.conv_cr or c.cr, parallel=self.parallel, vectorize=self.vectorize)
+        c = dataclasses.replace(c, rw=self.conv_rw or c.rw, nv=self.conv_nv or c.nv, parallel=self.parallel,
+                                vectorize=self.vectorize)
         g = GenericKnobs(parallel=self.parallel, vectorize=self.vectorize)
         return ScheduleConfig(width=width, matmul=m, conv2d=c, generic=g)
 
@@ -67,7 +69,7 @@ class LoopSchedulePass(ModulePass):
         if self.width not in (0, 4, 8, 16):
             emit_error(op, f"loop-schedule: width must be 4, 8 or 16, got {self.width}")
         for name, v in (("mr", self.mr), ("nv", self.nv), ("mc", self.mc), ("kc", self.kc),
-                        ("conv-cr", self.conv_cr)):
+                        ("conv-rw", self.conv_rw), ("conv-nv", self.conv_nv)):
             if v < 0:
                 emit_error(op, f"loop-schedule: {name} must be >= 0, got {v}")
         cfg = self.config()
