@@ -267,9 +267,11 @@ def emit_mean(n: NodeView) -> list:
 
 @onnx_op("Mod")
 def emit_mod(n: NodeView) -> list:
-    """Mod(a, b, fmod) -> graph.mod {fmod}: fmod=1 is C's fmod; fmod=0 is Python's
-    sign-of-divisor remainder, which graph.mod has for integers only. For floats with fmod=0:
-    r = graph.mod {fmod = true}, then where(r != 0 and (r < 0) xor (b < 0), r + b, r)."""
+    """Mod(a, b, fmod) -> graph.mod {fmod}: fmod=1 is C's fmod; fmod=0 is np.mod (sign of the
+    divisor), which graph.mod has for integers only. For floats with fmod=0:
+    r = graph.mod {fmod = true} (C semantics, also for inf/NaN/-0), then
+    where(r != 0 and (r < 0) xor (b < 0), r + b, r) (np.mod(-3, inf) = inf), and a zero r takes
+    b's sign: where(r == 0, where(b < 0, -0.0, 0.0), ...) (np.mod(0, -2) = -0)."""
     cx = n.cx
     fmod = bool(n.attr("fmod", 0))
     a, b = _ssa(n, 0), _ssa(n, 1)
@@ -277,10 +279,13 @@ def emit_mod(n: NodeView) -> list:
         return [cx.emit1(graph.ModOp(a, b, fmod=fmod))]
     r = cx.emit1(graph.ModOp(a, b, fmod=True))
     zero = cx.scalar(0.0, _elem(a))
-    nonzero = cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(r, zero))))
-    signs_differ = cx.emit1(graph.XorOp(cx.emit1(graph.LtOp(r, zero)), cx.emit1(graph.LtOp(b, zero))))
-    fix = cx.emit1(graph.AndOp(nonzero, signs_differ))
-    return [cx.emit1(graph.WhereOp(fix, cx.emit1(graph.AddOp(r, b)), r))]
+    is_zero = cx.emit1(graph.EqOp(r, zero))
+    b_neg = cx.emit1(graph.LtOp(b, zero))
+    signs_differ = cx.emit1(graph.XorOp(cx.emit1(graph.LtOp(r, zero)), b_neg))
+    fix = cx.emit1(graph.AndOp(cx.emit1(graph.NotOp(is_zero)), signs_differ))
+    y = cx.emit1(graph.WhereOp(fix, cx.emit1(graph.AddOp(r, b)), r))
+    signed_zero = cx.emit1(graph.WhereOp(b_neg, cx.scalar(-0.0, _elem(a)), zero))
+    return [cx.emit1(graph.WhereOp(is_zero, signed_zero, y))]
 
 
 @onnx_op("Where")

@@ -137,18 +137,27 @@ def _is_bool(v: SSAValue) -> bool:
 def fmod(b: Emitter, x: SSAValue, y: SSAValue) -> SSAValue:
     """C fmod for floats: x - trunc(x / y) * y. xDSL 0.74 has no arith.remf, so it is computed
     in f64 for f16/f32 operands, which is exact while |x / y| < 2**24 (the product trunc(q) * y
-    then fits an f64 mantissa); for f64 operands it is exact while |x / y| < 2**26 or so."""
+    then fits an f64 mantissa); for f64 operands it is exact while |x / y| < 2**26 or so.
+    IEEE edge cases as C: fmod(finite x, ±inf) = x (the formula gives 0 * inf = NaN), and the
+    result has the sign of x (also a zero: fmod(-4, 2) = -0). NaN, x = ±inf or y = 0 give NaN."""
     t = element_type(x.type)
     wide = not isinstance(t, Float64Type)
     if wide:
         x, y = b.cast(x, f64), b.cast(y, f64)
     q = b.emit(math.TruncOp(b.div(x, y)))
     r = b.sub(x, b.mul(q, y))
+    inf = fconst(b, pymath.inf, x)
+    y_inf = b.cmp("eq", b.emit(math.AbsFOp(y)), inf)
+    x_finite = b.cmp("lt", b.emit(math.AbsFOp(x)), inf)  # ordered: false for NaN
+    r = b.select(b.emit(arith.AndIOp(y_inf, x_finite)), x, r)
+    r = b.emit(math.CopySignOp(r, x))
     return b.cast(r, t) if wide else r
 
 
 def mod(b: Emitter, x: SSAValue, y: SSAValue, c_fmod: bool) -> SSAValue:
-    """ONNX Mod: fmod=1 -> C fmod (sign of the dividend); fmod=0 -> sign of the divisor."""
+    """ONNX Mod: fmod=1 -> C fmod (sign of the dividend); fmod=0 -> sign of the divisor, as
+    np.mod: a nonzero remainder whose sign differs from y's gets y added (np.mod(-3, inf) = inf),
+    a zero remainder takes y's sign (np.mod(0, -2) = -0)."""
     if is_float(x.type):
         r = fmod(b, x, y)
     else:
@@ -159,7 +168,10 @@ def mod(b: Emitter, x: SSAValue, y: SSAValue, c_fmod: bool) -> SSAValue:
     nonzero = b.cmp("ne", r, zero)
     signs_differ = b.emit(arith.XOrIOp(b.cmp("lt", r, zero), b.cmp("lt", y, zero)))
     fix = b.emit(arith.AndIOp(nonzero, signs_differ))
-    return b.select(fix, b.add(r, y), r)
+    out = b.select(fix, b.add(r, y), r)
+    if is_float(x.type):
+        out = b.select(b.cmp("eq", r, zero), b.emit(math.CopySignOp(r, y)), out)
+    return out
 
 
 def power(b: Emitter, x: SSAValue, y: SSAValue) -> SSAValue:

@@ -143,6 +143,22 @@ def test_mod(elt, dtype, fmod, backend):
     assert_outputs(run_graph(text, [a, b], backend=backend), [expected.astype(dtype)])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype,elt", [(np.float32, "f32"), (np.float64, "f64"), (np.float16, "f16")])
+def test_fmod_ieee_edge_cases(dtype, elt, backend):
+    """C fmod of inf / NaN / signed zeros: fmod(finite, ±inf) = x, the sign of x also on zeros."""
+    inf, nan = np.inf, np.nan
+    a = np.array([0, -0.0, -3, 3, -1, 1, inf, -inf, 1, 1, nan, 1, -4, 4], dtype)
+    b = np.array([-2, 2, inf, inf, -inf, -inf, 2, 2, 0, -0.0, 2, nan, 2, -2], dtype)
+    text = binary_fn("mod", (14,), (14,), (14,), elt=elt, attrs="{fmod = true}")
+    (y,) = run_graph(text, [a, b], backend=backend)
+    with np.errstate(invalid="ignore"):
+        expected = np.fmod(a, b)
+    assert_outputs([y], [expected])
+    real = ~np.isnan(expected)  # the sign of a NaN is not specified
+    assert np.signbit(y[real]).tolist() == np.signbit(expected[real]).tolist()
+
+
 # -- comparisons -------------------------------------------------------------------------------
 
 COMPARE = {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}

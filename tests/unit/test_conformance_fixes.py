@@ -1,0 +1,45 @@
+"""ONNX node test cases that used to fail or be rejected, each through OnnxBackend (the conformance
+runner's own `run_case_dir`), compared with the case's expected outputs and tolerances. Also: the
+static support check (`check_support`) rejects exactly what the import rejects."""
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
+_spec = importlib.util.spec_from_file_location("minimlir_conformance_fixes", _PATH)
+conformance = importlib.util.module_from_spec(_spec)
+sys.modules["minimlir_conformance_fixes"] = conformance
+_spec.loader.exec_module(conformance)
+
+FIXED = [
+    "test_mod_float_edge_cases_fmod_0_float32",
+    "test_mod_float_edge_cases_fmod_0_float16",
+]
+
+
+@pytest.fixture(scope="module")
+def node_cases():
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {tc.name: tc for tc in collect_testcases(None)}
+
+
+def _run(tc, tmp_path):
+    from minimlir.frontend.onnx_import import check_support
+
+    reason = conformance.support_problem(tc, check_support)
+    assert reason is None, f"{tc.name}: not selected: {reason}"
+    case = conformance.Case("node", tc.name, float(tc.rtol), float(tc.atol))
+    return conformance.run_case_dir(conformance.write_node_case(case, tc, tmp_path))
+
+
+@pytest.mark.parametrize("name", FIXED)
+def test_node_case_passes(name, node_cases, tmp_path):
+    result = _run(node_cases[name], tmp_path)
+    assert result.status == "pass", f"{name}: {result.status}: {result.message}"
