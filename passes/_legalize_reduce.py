@@ -113,17 +113,23 @@ def reduce_nest(
 
 
 def identity(kind: str, t: Attribute, b: Emitter) -> SSAValue:
-    """The identity of sum / max / min for element type t."""
+    """The identity of sum / max / min for element type t (i1: false < true, so max starts at
+    false and min at true)."""
     if kind == "sum":
         return b.const(0, t)
     if isinstance(t, AnyFloat):
         return b.const(float("-inf") if kind == "max" else float("inf"), t)
     assert isinstance(t, IntegerType)
     w = t.width.data
+    if w == 1:
+        return b.const(0 if kind == "max" else 1, t)
     return b.const(-(1 << (w - 1)) if kind == "max" else (1 << (w - 1)) - 1, t)
 
 
 def combine(kind: str, b: Emitter, acc: SSAValue, v: SSAValue) -> SSAValue:
+    """acc (kind) v; on i1 max is `or` and min is `and` (a signed max would take true as -1)."""
+    if kind != "sum" and acc.type == IntegerType(1):
+        return b.emit(arith.OrIOp(acc, v) if kind == "max" else arith.AndIOp(acc, v))
     return {"sum": b.add, "max": b.max, "min": b.min}[kind](acc, v)
 
 
@@ -215,9 +221,16 @@ class LegalizeReduce(Legalization):
         def init(e: Emitter, a: Access) -> None:
             e.store(identity(kind, t, e), y, out(a))
 
-        with reduce_nest(kb, name, dims, axes, init) as (b, a):
-            acc = b.load(y, out(a))
-            b.store(combine(kind, b, acc, b.load(x, a.full)), y, out(a))
+        if any(kb.const_value(dims[ax]) == 0 for ax in axes):
+            # An empty reduction: the block (and so its init) never runs; y is the identity
+            # (reduce_mean: 0 / 0 = NaN below, as NumPy). A dynamic extent that is 0 at run time
+            # is not handled (the result is then unwritten).
+            with kb.nest(f"{name}_empty", kb.dims(y)) as (b, ivs):
+                b.store(identity(kind, t, b), y, ivs)
+        else:
+            with reduce_nest(kb, name, dims, axes, init) as (b, a):
+                acc = b.load(y, out(a))
+                b.store(combine(kind, b, acc, b.load(x, a.full)), y, out(a))
 
         if isinstance(op, graph.ReduceMeanOp):
             count: Index = 1

@@ -70,6 +70,27 @@ def test_reduce_int(op, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+def test_reduce_bool(op, backend):
+    """i1: false < true (a signed max would read true as -1)."""
+    x = np.array([[True, True], [True, False], [False, True], [False, False]])
+    text = reduce_fn(op, (4, 2), (1,), True, elt="i1")
+    assert_outputs(run_graph(text, [x], backend=backend), [REDUCE[op](x, axis=1, keepdims=True)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op,elt,dtype,expected", [
+    ("reduce_sum", "f32", np.float32, 0.0), ("reduce_max", "f32", np.float32, -np.inf),
+    ("reduce_min", "f32", np.float32, np.inf), ("reduce_mean", "f32", np.float32, np.nan),
+    ("reduce_max", "i1", np.bool_, False), ("reduce_min", "i1", np.bool_, True),
+    ("reduce_max", "i32", np.int32, np.iinfo(np.int32).min), ("reduce_sum", "i64", np.int64, 0)])
+def test_reduce_empty_axis_gives_the_identity(op, elt, dtype, expected, backend):
+    x = np.zeros((2, 0, 3), dtype)
+    text = reduce_fn(op, (2, 0, 3), (1,), True, elt=elt)
+    assert_outputs(run_graph(text, [x], backend=backend), [np.full((2, 1, 3), expected, dtype)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_reduce_max_propagates_nan(backend):
     x = randn(2, 3)
     x[1, 1] = np.nan
