@@ -1194,9 +1194,10 @@ class AvgPool2dOp(_Pool2dOp):
     name = "graph.avg_pool2d"
 
     count_include_pad = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
+    dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
 
     assembly_format = (
-        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
+        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
         "attr-dict `:` type($input) `->` type($result)"
     )
 
@@ -1208,9 +1209,10 @@ class AvgPool2dOp(_Pool2dOp):
         pads: Sequence[int] = (0, 0, 0, 0),
         ceil_mode: bool = False,
         count_include_pad: bool = False,
+        dilations: Sequence[int] = (1, 1),
     ):
         try:
-            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, (1, 1), ceil_mode)
+            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, dilations, ceil_mode)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         super().__init__(
@@ -1220,10 +1222,14 @@ class AvgPool2dOp(_Pool2dOp):
                 "kernel": _ints(kernel),
                 "strides": _ints(strides),
                 "pads": _ints(pads),
+                "dilations": _ints(dilations),
                 "ceil_mode": _bool(ceil_mode),
                 "count_include_pad": _bool(count_include_pad),
             },
         )
+
+    def _dilations(self) -> Sequence[int]:
+        return self.dilations.get_values()
 
 
 class _GlobalPoolOp(IRDLOperation, ABC):

@@ -46,19 +46,22 @@ from minimlir.frontend.onnx_import import (
 @dataclass(frozen=True)
 class OpSpec:
     emit: Callable[[NodeView], list]
-    check: Callable[[onnx.NodeProto, int], str | None] | None = None
+    check: Callable[..., str | None] | None = None
+    """check(node, opset) -> reason or None; with check_known, check(node, opset, known) where
+    known maps value names to the small constants of the model (initializers, Constant nodes)."""
     min_opset: int = 1
+    check_known: bool = False
 
 
 OP_TABLE: dict[str, OpSpec] = {}
 
 
-def onnx_op(*op_types: str, check=None, min_opset: int = 1):
+def onnx_op(*op_types: str, check=None, min_opset: int = 1, check_known: bool = False):
     """Register the decorated emitter for `op_types`."""
 
     def register(fn):
         for t in op_types:
-            OP_TABLE[t] = OpSpec(fn, check, min_opset)
+            OP_TABLE[t] = OpSpec(fn, check, min_opset, check_known)
         return fn
 
     return register
@@ -389,21 +392,36 @@ def emit_identity(n: NodeView) -> list:
     return [n.input(0)]
 
 
-def _check_dropout(node, opset):
-    if opset < 7 and _attr(node, "is_test", 0) == 0 and len(node.output) > 1:
-        return "training mode (is_test=0)"
-    return None
+def _check_dropout(node, opset, known):
+    """Training mode is random unless the ratio is 0: supported only when training_mode is absent
+    or a constant false, or the ratio is a constant 0."""
+    if opset < 7:
+        if _attr(node, "is_test", 0) == 0 and len(node.output) > 1:
+            return "training mode (is_test=0)"
+        return None
+    if opset < 12:
+        return None
+    t = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    if t is None or (t in known and not bool(known[t].reshape(-1)[0])):
+        return None
+    r = node.input[1] if len(node.input) > 1 and node.input[1] else None
+    if r is not None and r in known and float(known[r].reshape(-1)[0]) == 0.0:
+        return None
+    return "training mode with a ratio that is not a constant 0 (random output)"
 
 
-@onnx_op("Dropout", check=_check_dropout)
+@onnx_op("Dropout", check=_check_dropout, check_known=True)
 def emit_dropout(n: NodeView) -> list:
-    """Dropout(x) in inference mode -> x; the optional mask output -> a 0-d `true` constant
-    broadcast to x's shape (graph.broadcast_to). training_mode must be a constant false."""
+    """Dropout(x) in inference mode, or in training mode with ratio 0 -> x; the optional mask
+    output -> a 0-d `true` constant broadcast to x's shape (graph.broadcast_to)."""
     cx = n.cx
     if n.opset >= 12:
         t = _const_input(n, 2, "training_mode")
         if t is not None and bool(t.reshape(-1)[0]):
-            raise Unsupported("training_mode=true")
+            r = _const_input(n, 1, "ratio")
+            ratio = 0.5 if r is None else float(r.reshape(-1)[0])
+            if ratio != 0.0:
+                raise Unsupported(f"training mode with ratio {ratio} (random output)")
     x = n.input(0)
     outs: list = [x]
     if n.output_used(1):
@@ -1078,13 +1096,11 @@ def emit_max_pool(n: NodeView) -> list:
 
 @onnx_op("AveragePool", check=_check_auto_pad)
 def emit_avg_pool(n: NodeView) -> list:
-    """AveragePool(x) -> graph.avg_pool2d {kernel, strides, pads, ceil_mode, count_include_pad};
-    auto_pad is resolved; 1-D via reshape; dilations other than 1 are unsupported."""
+    """AveragePool(x) -> graph.avg_pool2d {kernel, strides, pads, dilations, ceil_mode,
+    count_include_pad}; auto_pad is resolved; 1-D via reshape."""
     cx = n.cx
     x = _ssa(n, 0)
     k, kernel, strides, dilations, pads = _pool_params(n, x)
-    if any(d != 1 for d in dilations):
-        raise Unsupported("AveragePool with dilations")
     if k == 1:
         x = _unsqueeze_spatial(cx, x)
     y = cx.emit1(
@@ -1095,6 +1111,7 @@ def emit_avg_pool(n: NodeView) -> list:
             pads=_pads_2d(k, pads),
             ceil_mode=bool(n.attr("ceil_mode", 0)),
             count_include_pad=bool(n.attr("count_include_pad", 0)),
+            dilations=_to_2d(k, dilations, 1),
         )
     )
     return [_squeeze_spatial(cx, y) if k == 1 else y]

@@ -562,6 +562,7 @@ def _static_problems(model: onnx.ModelProto, value_info) -> list[tuple[onnx.Node
     from minimlir.frontend._onnx_ops import OP_TABLE
 
     opsets = _opsets(model)
+    known = _known_constants(model)
     out = []
     for node in model.graph.node:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
@@ -582,9 +583,28 @@ def _static_problems(model: onnx.ModelProto, value_info) -> list[tuple[onnx.Node
                         reason = f"dtype {onnx_dtype_name(info[0])}"
                         break
             if reason is None and spec.check is not None:
-                reason = spec.check(node, opset)
+                reason = spec.check(node, opset, known) if spec.check_known else spec.check(node, opset)
         out.append((node, opset, reason))
     return out
+
+
+def _known_constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """Small constants visible without running anything: embedded initializers and Constant
+    nodes' `value` (for the checks that depend on a value, e.g. Dropout's training_mode)."""
+    known: dict[str, np.ndarray] = {}
+    tensors = [(t.name, t) for t in model.graph.initializer]
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    tensors.append((node.output[0], a.t))
+    for name, t in tensors:
+        if t.data_location != TensorProto.EXTERNAL and t.data_type in _DTYPES and np.prod(t.dims) <= FOLD_LIMIT:
+            try:
+                known[name] = numpy_helper.to_array(t)
+            except Exception:
+                continue
+    return known
 
 
 def _collect_value_info(model: onnx.ModelProto) -> dict:
@@ -603,13 +623,43 @@ def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
 
 
+NEEDS_CONSTANT = "at run time"
+"""In an emitter's reason when an operand must be a constant but is computed at run time (a graph
+input): `minimlir.frontend.onnx_backend` resolves those by specializing on the input's value."""
+
+
 def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple[str, int, int, str | None]]:
-    """The support table without importing: (op type, opset, count, reason or None if supported)."""
-    proto, _ = _load_model(model)
+    """The support table: (op type, opset, count, reason or None if supported).
+
+    One source of truth with `import_onnx`: the static rules (op type, opset, dtypes, each op's
+    `check`) and then the import itself, whose emitters reject what depends on shapes or constant
+    values (a 3-D kernel, a training-mode Dropout, ...). Graph inputs and initializers the import
+    rejects are rows too ("<input>", "<initializer>"). Not counted as problems: operands that must
+    be constants but are graph inputs ("... at run time": OnnxBackend specializes on their values),
+    and malformed models (the import raises OnnxImportError for those)."""
+    proto, path = _load_model(model)
     info = _collect_value_info(_infer(proto))
+    static = _static_problems(proto, info)
+    reasons = [reason for _, _, reason in static]
+    extra: list[tuple[str, int, str]] = []
+    cx = Importer(proto, "check.onnx", path.parent if path is not None else None)
+    cx.value_info = info
+    index = {_node_label(node, i): i for i, (node, _, _) in enumerate(static)}
+    try:
+        _build(cx)
+    except UnsupportedModelError as e:
+        for p in e.problems:
+            if NEEDS_CONSTANT in p.reason:
+                continue
+            if p.node in index and p.op_type not in ("<input>", "<initializer>"):
+                reasons[index[p.node]] = p.reason
+            else:
+                extra.append((p.op_type, p.opset, p.reason))
+    except OnnxImportError:
+        pass
     counts: dict[tuple[str, int, str | None], int] = {}
-    for node, opset, reason in _static_problems(proto, info):
-        key = (node.op_type, opset, reason)
+    keys = [(node.op_type, opset, reason) for (node, opset, _), reason in zip(static, reasons)] + extra
+    for key in keys:
         counts[key] = counts.get(key, 0) + 1
     return sorted(((op, opset, n, r) for (op, opset, r), n in counts.items()), key=lambda r: (r[0], r[3] or ""))
 

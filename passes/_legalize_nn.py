@@ -348,12 +348,17 @@ class LegalizeAvgPool2d(_LegalizePool2d):
     """Block "avg_pool2d_sum" [n, c, oh, ow | kh, kw] (padding taps add 0), then block
     "avg_pool2d" [n, c, oh, ow] divides by the window count: with count_include_pad the window
     clipped to the padded input [-pad_begin, size + pad_end), else clipped to the input
-    (ceil_mode windows past the end never count beyond the pads, as ONNX / PyTorch)."""
+    (ceil_mode windows past the end never count beyond the pads, as ONNX / PyTorch). With a
+    dilation d the count is the number of taps start + k*d (0 <= k < kernel) inside that range."""
+
+    def dilations(self, op) -> Sequence[int]:
+        return op.dilations.get_values()
 
     def build(self, op: graph.AvgPool2dOp, kb: KernelBuilder) -> None:
         (x,), (y,) = kb.inputs, kb.outputs
         t = y.type.element_type
-        wins = _pool_windows(op, kb, x, y, (1, 1))
+        dilations = self.dilations(op)
+        wins = _pool_windows(op, kb, x, y, dilations)
         kernel, strides, pads = op.kernel.get_values(), op.strides.get_values(), op.pads.get_values()
         include_pad = bool(op.count_include_pad)
         extents = kb.dims(y) + list(kernel)
@@ -372,11 +377,17 @@ class LegalizeAvgPool2d(_LegalizePool2d):
             counts: list[Index] = []
             for s in range(2):
                 start = e.affine([(vs[2 + s], strides[s])], -pads[s])
-                end = e.iadd(start, kernel[s])
-                if include_pad:
-                    counts.append(e.isub(e.imin(end, e.iadd(wins[s].size, pads[2 + s])), start))
-                else:
-                    counts.append(e.isub(e.imin(end, wins[s].size), e.imax(start, 0)))
+                lo = -pads[s] if include_pad else 0
+                hi = e.iadd(wins[s].size, pads[2 + s]) if include_pad else wins[s].size
+                d = dilations[s]
+                if d == 1:
+                    end = e.iadd(start, kernel[s])
+                    counts.append(e.isub(e.imin(end, hi), e.imax(start, lo)))
+                    continue
+                # taps k in [ceil((lo - start) / d), ceil((hi - start) / d)) ∩ [0, kernel)
+                k_lo = e.imax(e.iceildiv(e.isub(lo, start), d), 0)
+                k_hi = e.imin(e.iceildiv(e.isub(hi, start), d), kernel[s])
+                counts.append(e.imax(e.isub(k_hi, k_lo), 0))
             count = e.imul(counts[0], counts[1])
             e.store(e.div(e.load(y, vs), _as_element(e, count, t)), y, vs)
 

@@ -23,6 +23,7 @@ FIXED = [
     "test_reduce_max_empty_set_bool",
     "test_reduce_l1_empty_set_expanded",
     "test_reduce_min_bool_inputs",
+    "test_averagepool_2d_dilations",
 ]
 
 
@@ -48,3 +49,15 @@ def _run(tc, tmp_path):
 def test_node_case_passes(name, node_cases, tmp_path):
     result = _run(node_cases[name], tmp_path)
     assert result.status == "pass", f"{name}: {result.status}: {result.message}"
+
+
+@pytest.mark.parametrize("name,reason", [
+    ("test_training_dropout", "training mode with a ratio that is not a constant 0"),
+    ("test_training_dropout_zero_ratio_mask", "training mode with a ratio that is not a constant 0"),
+])
+def test_check_support_rejects_what_import_rejects(name, reason, node_cases):
+    """The static check sees the same reason the import (or the specialized import) gives."""
+    from minimlir.frontend.onnx_import import check_support
+
+    rows = check_support(node_cases[name].model)
+    assert any(r[3] is not None and reason in r[3] for r in rows), rows

@@ -80,9 +80,9 @@ def pool_ref(x, kind, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, 
             if kind == "max":
                 y[:, :, i, j] = win.max(axis=(2, 3)) if win.size else -np.inf
                 continue
-            if include_pad:  # the window clipped to the padded input
-                cnt_h = min(rows[0] + kernel[0], h + pads[2]) - rows[0]
-                cnt_w = min(cols[0] + kernel[1], w + pads[3]) - cols[0]
+            if include_pad:  # the taps inside the padded input
+                cnt_h = len([r for r in rows if -pads[0] <= r < h + pads[2]])
+                cnt_w = len([q for q in cols if -pads[1] <= q < w + pads[3]])
             else:
                 cnt_h, cnt_w = len(rin), len(cin)
             y[:, :, i, j] = win.sum(axis=(2, 3), dtype=np.float64) / (cnt_h * cnt_w)
@@ -100,7 +100,8 @@ def ort_pool(x, kind, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, 
         attrs["dilations"] = list(dilations)
         node = helper.make_node("MaxPool", ["x"], ["y"], **attrs)
     else:
-        node = helper.make_node("AveragePool", ["x"], ["y"], count_include_pad=int(include_pad), **attrs)
+        node = helper.make_node("AveragePool", ["x"], ["y"], count_include_pad=int(include_pad),
+                                dilations=list(dilations), **attrs)
     g = helper.make_graph(
         [node], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
@@ -225,7 +226,7 @@ POOL_CASES = [
     ((2, 3, 7, 5), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False),
     ((1, 3, 7, 7), (3, 2), (2, 2), (1, 0, 1, 1), (1, 1), True),
     ((1, 3, 6, 5), (3, 3), (2, 2), (0, 0, 0, 0), (1, 1), True),
-    ((1, 2, 7, 7), (2, 3), (1, 2), (1, 1, 0, 1), (2, 2), False),  # dilation 2 (max only)
+    ((1, 2, 7, 7), (2, 3), (1, 2), (1, 1, 0, 1), (2, 2), False),  # dilation 2
     ((1, 2, 7, 6), (2, 2), (3, 2), (1, 0, 1, 1), (2, 1), True),  # dilation + ceil_mode
 ]
 
@@ -234,8 +235,9 @@ def _pool_text(kind, xs, kernel, strides, pads, dilations, ceil_mode, include_pa
     xt, yt = ttype(xs, dynamic=dyn), ttype(ys, dynamic=dyn)
     attrs = [f"ceil_mode = {str(ceil_mode).lower()}"]
     extra = ""
-    if kind == "max":
+    if kind == "max" or tuple(dilations) != (1, 1):
         extra = f" dilations {list(dilations)}"
+    if kind == "max":
         op = "graph.max_pool2d"
     else:
         attrs.append(f"count_include_pad = {str(include_pad).lower()}")
@@ -257,8 +259,7 @@ def test_max_pool2d(backend, xs, kernel, strides, pads, dilations, ceil_mode):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("include_pad", [False, True])
-@pytest.mark.parametrize("xs,kernel,strides,pads,dilations,ceil_mode",
-                         [c for c in POOL_CASES if c[4] == (1, 1)])
+@pytest.mark.parametrize("xs,kernel,strides,pads,dilations,ceil_mode", POOL_CASES)
 def test_avg_pool2d(backend, xs, kernel, strides, pads, dilations, ceil_mode, include_pad):
     x = rand(*xs)
     expected = pool_ref(x, "avg", kernel, strides, pads, dilations, ceil_mode, include_pad)
@@ -284,8 +285,6 @@ def test_pool2d_dynamic(backend, kind, include_pad):
 @pytest.mark.parametrize("case", [1, 2, 3, 5])
 def test_pool_reference_matches_onnxruntime(kind, include_pad, case):
     xs, kernel, strides, pads, dilations, ceil_mode = POOL_CASES[case]
-    if kind == "avg":
-        dilations = (1, 1)
     x = rand(*xs)
     ours = pool_ref(x, kind, kernel, strides, pads, dilations, ceil_mode, include_pad)
     theirs = ort_pool(x, kind, kernel, strides, pads, dilations, ceil_mode, include_pad)

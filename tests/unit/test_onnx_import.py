@@ -436,3 +436,44 @@ def test_dynamic_result_types_agree_with_onnxruntime():
         (y,) = sess.run(None, {"x": np.zeros((batch, seq, 4), np.float32)})
         assert len(ours) == y.ndim
         assert all(d == Q or d == s for d, s in zip(ours, y.shape)), (ours, y.shape)
+
+
+def _dropout_model(ratio, training, with_mask=True):
+    outs = ["y", "m"] if with_mask else ["y"]
+    node = h.make_node("Dropout", ["x", "r", "t"], outs)
+    inits = [init("r", np.array(ratio, np.float32)), init("t", np.array(training))]
+    out_vi = [vi("y", T.FLOAT, [2, 3])] + ([vi("m", T.BOOL, [2, 3])] if with_mask else [])
+    return model([node], [vi("x", T.FLOAT, [2, 3])], out_vi, inits)
+
+
+def test_training_dropout_with_ratio_zero_is_identity():
+    m = _dropout_model(0.0, True)
+    assert all(r[3] is None for r in check_support(m))
+    module, _ = import_onnx(m)
+    assert names(module) == ["graph.constant", "graph.broadcast_to", "func.return"]
+
+
+def test_training_dropout_with_ratio_is_rejected_by_check_and_import():
+    m = _dropout_model(0.5, True)
+    reason = "training mode with a ratio that is not a constant 0 (random output)"
+    assert ("Dropout", 17, 1, reason) in check_support(m)
+    with pytest.raises(UnsupportedModelError, match="random output"):
+        import_onnx(m)
+    assert all(r[3] is None for r in check_support(_dropout_model(0.5, False)))
+
+
+def test_check_support_reports_what_the_emitters_reject():
+    """One source of truth: a problem found only while emitting (a 3-D Conv) is a row too, and
+    an operand that must be constant but is a graph input is not (OnnxBackend specializes)."""
+    conv = h.make_node("Conv", ["x", "w"], ["y"])
+    m = model([conv], [vi("x", T.FLOAT, [1, 1, 3, 3, 3]), vi("w", T.FLOAT, [1, 1, 1, 1, 1])],
+              [vi("y", T.FLOAT, None)])
+    with pytest.raises(UnsupportedModelError) as e:
+        import_onnx(m)
+    (problem,) = e.value.problems
+    assert ("Conv", 17, 1, problem.reason) in check_support(m)
+    tile = h.make_node("Tile", ["x", "r"], ["y"])
+    m = model([tile], [vi("x", T.FLOAT, [2, 3]), vi("r", T.INT64, [2])], [vi("y", T.FLOAT, None)])
+    with pytest.raises(UnsupportedModelError, match="at run time"):
+        import_onnx(m)
+    assert check_support(m) == [("Tile", 17, 1, None)]

@@ -181,6 +181,30 @@ func.func @avg_pool2d(%x: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// avg_pool2d with dilations: taps at oh + 2*kh (no guard: every tap is inside); the count per dim
+// is the number of taps start + k*2 inside [0, 4): min(ceil((4 - start) / 2), 2) - max(ceil(-start / 2), 0).
+
+// CHECK-LABEL: func.func private @avg_pool2d_0
+// CHECK:         loop.block "avg_pool2d_sum" (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[VOH:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %[[VKH:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) [spatial, spatial, spatial, spatial, reduce, reduce] {
+// CHECK-NEXT:      %[[DK:.*]] = arith.muli %[[VKH]], %[[C2:.*]] : index
+// CHECK-NEXT:      arith.addi %[[VOH]], %[[DK]] : index
+// CHECK-NOT:       arith.select
+// CHECK:         loop.block "avg_pool2d" (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[OH:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) [spatial, spatial, spatial, spatial] {
+// CHECK-NEXT:      %[[NLO:.*]] = arith.subi %{{.*}}, %[[OH]] : index
+// CHECK-NEXT:      %[[KLO:.*]] = arith.ceildivsi %[[NLO]], %[[C2]] : index
+// CHECK-NEXT:      %[[KLO0:.*]] = arith.maxsi %[[KLO]], %{{.*}} : index
+// CHECK-NEXT:      %[[NHI:.*]] = arith.subi %{{.*}}, %[[OH]] : index
+// CHECK-NEXT:      %[[KHI:.*]] = arith.ceildivsi %[[NHI]], %[[C2]] : index
+// CHECK-NEXT:      %[[KHI0:.*]] = arith.minsi %[[KHI]], %[[C2]] : index
+// CHECK-NEXT:      %[[N:.*]] = arith.subi %[[KHI0]], %[[KLO0]] : index
+// CHECK-NEXT:      arith.maxsi %[[N]], %{{.*}} : index
+func.func @avg_pool2d_dilated(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = graph.avg_pool2d %x kernel [2, 2] strides [1, 1] dilations [2, 2] {ceil_mode = true} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
+  func.return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
 // Global pools reduce every spatial dim into (n, c, 0…).
 
 // CHECK-LABEL: func.func private @global_max_pool_0
