@@ -27,6 +27,18 @@ What happens:
      thread count of parallel loops (minimlir.backend.parallel; process-wide, like OMP_NUM_THREADS;
      default MINIMLIR_NUM_THREADS, else one per core).
 
+Compile cache (`cache=True`: $MINIMLIR_CACHE_DIR or ~/.cache/minimlir; `cache=path`: that folder;
+`cache=False`: none). The whole compile is keyed by the model's bytes (an ONNX file's content hash,
+plus the path, size and mtime of every external data file it names; a ModelProto's serialization;
+`.mlir` text), the pipeline, `entry`, the minimlir/xDSL versions, a fingerprint of minimlir's
+sources (frontend included) and the host CPU (`api_cache_key`). An entry is the runtime's
+`<key>.mmo` (object code + JSON meta: runtime metadata, entry, input/output specs, remarks, param
+types) and, for ONNX models, `<key>.params`: the weights as the importer produced them (a
+`minimlir.frontend.params` file, memory-mapped on a hit; written before the `.mmo`, so a visible
+entry has its weights). A hit runs no import, no pass and no LLVM. `.mlir` models keep reading
+their weights from `params=` or their `graph.params_file` (weights are not part of the code).
+`dump_ir=`/`print_ir=` skip the lookup (they want the IR), but still store.
+
 Every input is checked before native code runs: count, names, dtype, rank, static dims, and that a
 named dynamic dim ("batch") has one value across inputs. Errors are `InputError` (a ValueError)
 naming the input; compile errors are `CompileError` with `file:line:col: error: ...` text; ONNX
@@ -433,8 +445,11 @@ def lower(
 
     pending = dict(before or {})
 
+    from minimlir.backend.runtime import compile_stats
+
     class _Manager(PassManager):
         def _run_pass(self, step, target, timer):
+            compile_stats().passes_run += 1
             if target is module and step.name in pending:
                 pending.pop(step.name)(module)
             super()._run_pass(step, target, timer)
@@ -665,7 +680,7 @@ def compile(  # noqa: A001 (the one obvious name)
     entry: str | None = None,
     num_threads: int | None = None,
     dump_ir: str | os.PathLike[str] | None = None,
-    cache: bool = True,
+    cache: bool | str | os.PathLike[str] = True,
     pipeline: str | None = None,
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     print_ir: Callable[[str, str], None] | None = None,
@@ -674,11 +689,19 @@ def compile(  # noqa: A001 (the one obvious name)
 
     `entry`: the function to run (default: ONNX `main`, or the module's only public function).
     `num_threads`: threads for parallel loops. `dump_ir`: a folder receiving the IR after every pass.
-    `cache`: use the JIT's disk cache. `pipeline`: a pass pipeline replacing the default (`compile`).
+    `cache`: the disk compile cache (True, a folder, or False; see the module docstring). `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
     """
     t0 = time.perf_counter()
+    want_ir = dump_ir is not None or print_ir is not None
+    pipeline_text = pipeline if pipeline is not None else default_pipeline()
+    slot = _cache_slot(model, cache, pipeline_text, entry)
+    if slot is not None and not want_ir:
+        hit = _cache_lookup(slot, model, params, num_threads)
+        if hit is not None:
+            hit.timings["total"] = time.perf_counter() - t0
+            return hit
     ctx = make_context()
     loaded = load(model, params=params, ctx=ctx)
     t_load = time.perf_counter()
@@ -690,6 +713,9 @@ def compile(  # noqa: A001 (the one obvious name)
     if entry_fn is not None:
         inputs, outputs = signature(entry_fn)
     check_params(module, loaded.params, loaded.name)
+    param_types = {n: [d.name, list(s)] for n, (d, s, _) in _param_types(module).items()}
+    attr = module.attributes.get("graph.params_file")
+    params_file = attr.data if isinstance(attr, StringAttr) else None
 
     dump_dir = Path(dump_ir) if dump_ir is not None else None
     counter = [0]
@@ -701,7 +727,6 @@ def compile(  # noqa: A001 (the one obvious name)
         if print_ir is not None:
             print_ir(stage, text)
 
-    want_ir = dump_dir is not None or print_ir is not None
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
     if want_ir:
@@ -738,13 +763,261 @@ def compile(  # noqa: A001 (the one obvious name)
             "error: cannot run a module given in the llvm dialect: the argument types are gone;"
             " start from graph- or mem-level IR"
         )
-    program = jit(module, found["metadata"], params=loaded.params, num_threads=num_threads, cache=cache)
+    if slot is not None:
+        program = _compile_and_store(slot, module, found["metadata"], loaded, entry, inputs, outputs, remarks,
+                                     num_threads, param_types, params_file)
+    else:
+        program = jit(module, found["metadata"], params=loaded.params, num_threads=num_threads, cache=False)
     fn = _entry_callable(program, entry)
     t_end = time.perf_counter()
     timings["jit"] = t_end - t_lower
     timings["total"] = t_end - t0
     return CompiledModel(fn, entry, inputs, outputs, remarks=remarks, timings=timings, program=program,
                          source=loaded.name)
+
+
+# --------------------------------------------------------------------------------------------
+# The compile cache (see the module docstring)
+
+API_CACHE_VERSION = 1
+
+
+@dataclass
+class _Slot:
+    directory: Path
+    key: str
+
+
+def _onnx_file_identity(path: Path) -> list[str]:
+    """The content hash of an ONNX file and the (path, size, mtime) of its external data files."""
+    import hashlib
+
+    data = path.read_bytes()
+    parts = ["onnx-file", hashlib.sha256(data).hexdigest()]
+    if b"location" in data:  # the key of an external data entry: only then parse the proto
+        import onnx
+        from onnx.external_data_helper import _get_all_tensors
+
+        try:
+            proto = onnx.load_model_from_string(data)  # reads no external data
+            tensors = list(_get_all_tensors(proto))
+        except Exception:
+            tensors = []
+        for t in tensors:
+            if t.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            loc = next((e.value for e in t.external_data if e.key == "location"), "")
+            f = path.parent / loc
+            try:
+                st = f.stat()
+                parts.append(f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                parts.append(f"{f}:missing")
+    return parts
+
+
+def _model_identity(model: Any) -> list[str] | None:
+    """What names the model's content, or None when it cannot be keyed cheaply (then no cache)."""
+    import hashlib
+
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return ["onnx-proto", hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()]
+    if isinstance(model, bytes):
+        return ["onnx-bytes", hashlib.sha256(model).hexdigest()]
+    if isinstance(model, ModuleOp):
+        return ["mlir-module", ir_text(model)]
+    if isinstance(model, str) and _looks_like_mlir_text(model):
+        return ["mlir-text", model]
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.is_file():
+            return None
+        if path.suffix == ".onnx" or (path.suffix != ".mlir" and _is_protobuf(path)):
+            return _onnx_file_identity(path)
+        try:
+            return ["mlir-file", path.read_text()]
+        except (OSError, UnicodeDecodeError):
+            return None
+    return None
+
+
+def _frontend_fingerprint() -> str:
+    """Like runtime.source_fingerprint, over minimlir.frontend (the importer shapes the IR too)."""
+    import importlib.util
+
+    from minimlir.backend import cache as _cache
+
+    parts: list[str] = []
+    spec = importlib.util.find_spec("minimlir.frontend")
+    for root in (spec.submodule_search_locations or ()) if spec is not None else ():
+        base = Path(root)
+        for f in sorted(base.rglob("*.py")):
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            parts.append(f"{f.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}")
+    return _cache.digest(parts)
+
+
+def api_cache_key(identity: Sequence[str], pipeline: str, entry: str | None, opt_level: int = 3) -> str:
+    """The key of a `compile` cache entry (see the module docstring)."""
+    from minimlir.backend import cache as _cache
+    from minimlir.backend.runtime import _versions, source_fingerprint
+
+    return _cache.digest(("minimlir-api", str(API_CACHE_VERSION), *identity, pipeline, entry or "",
+                          *_versions(), source_fingerprint(), _frontend_fingerprint(),
+                          *_cache.host_parts(), str(opt_level)))
+
+
+def _cache_slot(model: Any, cache: Any, pipeline: str, entry: str | None) -> _Slot | None:
+    if cache is False or cache is None:
+        return None
+    from minimlir.backend import cache as _cache
+
+    identity = _model_identity(model)
+    if identity is None:
+        return None
+    directory = _cache.cache_dir(None if cache is True else Path(cache))
+    return _Slot(directory, api_cache_key(identity, pipeline, entry))
+
+
+def _params_path(slot: _Slot) -> Path:
+    return slot.directory / f"{slot.key}.params"
+
+
+def _spec_json(specs: list[TensorSpec] | None) -> list[dict] | None:
+    if specs is None:
+        return None
+    return [{"name": s.name, "dtype": s.dtype.name, "shape": list(s.shape), "dim_names": list(s.dim_names)}
+            for s in specs]
+
+
+def _spec_from_json(items: list[dict] | None) -> list[TensorSpec] | None:
+    if items is None:
+        return None
+    return [TensorSpec(d["name"], np.dtype(d["dtype"]), tuple(d["shape"]), tuple(d["dim_names"])) for d in items]
+
+
+def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -> dict[str, np.ndarray] | None:
+    """The weights of a cache hit, or None when they cannot be had (then recompile)."""
+    from minimlir.frontend.params import ParamsFormatError, load_params
+
+    kind = meta.get("params")
+    if kind == "stored":  # ONNX: the importer's weights, stored beside the entry
+        try:
+            weights = dict(load_params(_params_path(slot)))
+        except (OSError, ParamsFormatError, ValueError):
+            return None
+        if params is not None:
+            base = Path(model).parent if isinstance(model, (str, os.PathLike)) else None
+            weights.update(_load_params(params, base, None))
+        return weights
+    base = Path(model).parent if isinstance(model, (str, os.PathLike)) and not (
+        isinstance(model, str) and _looks_like_mlir_text(model)) else None
+    if params is not None:
+        return _load_params(params, base, None)
+    file = meta.get("params_file")
+    if file:
+        file = Path(file)
+        if not file.is_absolute():
+            file = (base or Path.cwd()) / file
+        if not file.is_file():
+            return None  # the miss path reports the missing file
+        return dict(load_params(file))
+    return {}
+
+
+def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None) -> CompiledModel | None:
+    """The CompiledModel of a cache hit (no import, no pass, no LLVM), or None."""
+    from minimlir.backend import cache as _cache
+    from minimlir.backend import runtime
+
+    t0 = time.perf_counter()
+    stored = _cache.load_entry(slot.directory, slot.key)
+    meta = stored.meta if stored is not None else None
+    if not isinstance(meta, dict) or meta.get("api") != API_CACHE_VERSION:
+        runtime.compile_stats().misses += 1
+        return None
+    weights = _hit_params(slot, meta, model, params)
+    if weights is None:
+        runtime.compile_stats().misses += 1
+        return None
+    for pname, (dtype, shape) in meta.get("param_types", {}).items():
+        value = weights.get(pname)
+        if value is None or value.dtype != np.dtype(dtype) or list(value.shape) != shape:
+            runtime.compile_stats().misses += 1
+            return None  # recompiling reports the located error
+    engine = runtime._load_hit(stored)
+    if engine is None:
+        runtime.compile_stats().misses += 1
+        return None
+    runtime.compile_stats().hits += 1
+    program = _call_with_supported(runtime.CompiledProgram, engine, meta["metadata"], params=weights,
+                                   num_threads=num_threads)
+    program.cache_hit = True
+    program.cache_key = slot.key
+    if num_threads is not None:
+        from minimlir.backend import parallel
+
+        parallel.set_num_threads(num_threads)
+    entry = meta["entry"]
+    fn = _entry_callable(program, entry)
+    timings = {"cache": time.perf_counter() - t0}
+    return CompiledModel(fn, entry, _spec_from_json(meta.get("inputs")), _spec_from_json(meta.get("outputs")),
+                         remarks=list(meta.get("remarks", [])), timings=timings, program=program,
+                         source=meta.get("source", ""))
+
+
+def _compile_and_store(slot: _Slot, module: ModuleOp, metadata: Mapping[str, Any], loaded: Loaded, entry: str,
+                       inputs: list[TensorSpec] | None, outputs: list[TensorSpec] | None, remarks: list[str],
+                       num_threads: int | None, param_types: dict[str, list], params_file: str | None):
+    """LLVM-compile `module`, store the entry (weights first for ONNX), return the program."""
+    from minimlir.backend import cache as _cache
+    from minimlir.backend import runtime
+    from minimlir.frontend.params import save_params
+
+    engine, obj, externals = runtime._codegen(module, 3)
+    meta: dict[str, Any] = {
+        "api": API_CACHE_VERSION, "metadata": metadata, "externals": externals, "opt_level": 3,
+        "entry": entry, "inputs": _spec_json(inputs), "outputs": _spec_json(outputs), "remarks": remarks,
+        "source": loaded.name, "param_types": param_types,
+    }
+    stored = True
+    if loaded.kind == "onnx":
+        meta["params"] = "stored"
+        try:
+            import tempfile
+
+            slot.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=slot.directory, prefix=f".{slot.key[:16]}.", suffix=".ptmp")
+            os.close(fd)
+            try:
+                save_params(tmp, loaded.params)
+                os.replace(tmp, _params_path(slot))
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except (OSError, ValueError):
+            stored = False  # an unwritable folder or a weight dtype the params format lacks
+    else:
+        meta["params"] = "file"
+        meta["params_file"] = params_file
+    if stored:
+        _cache.store(slot.directory, slot.key, obj, engine.llvm_ir, meta)
+    from minimlir.passes import _llvm_ext  # noqa: F401
+
+    program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(loaded.params),
+                                   num_threads=num_threads)
+    program.cache_hit = False
+    program.cache_key = slot.key
+    if num_threads is not None:
+        from minimlir.backend import parallel
+
+        parallel.set_num_threads(num_threads)
+    return program
 
 
 def _first_above_llvm(module: ModuleOp) -> str:

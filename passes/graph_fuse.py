@@ -27,6 +27,10 @@ arguments, tensor results) and called with `func.call`. An index operand of a me
 become arguments. graph-legalize then legalizes each primitive function like any other; loop-fuse
 turns each into one kernel. `explain=true` emits a remark at each op that was not fused into its
 post-dominator, saying why.
+
+Identical groups share one function: a group whose outlined function has the same type and the same
+body (printed text; locations are not part of it) as an earlier one calls that one instead, so
+repeated blocks (ResNet bottlenecks, DenseNet layers) are legalized, scheduled and compiled once.
 """
 
 from __future__ import annotations
@@ -306,7 +310,23 @@ class _Fuser:
             emit_remark(n.op, f"not fused into '{target.op.name}': {why}")
 
 
-def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str]) -> None:
+def _body_key(prim: func.FuncOp) -> str:
+    """What makes two outlined functions interchangeable: the type and the printed body."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    printer = Printer(stream=out)
+    printer.print_attribute(prim.function_type)
+    for op in prim.body.block.ops:
+        out.write("\n")
+        printer.print_op(op)
+    return out.getvalue()
+
+
+def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
+             outlined: dict[str, str] | None = None) -> None:
     ops = [m.op for m in members]
     member_set = set(ops)
     inputs: list[SSAValue] = []
@@ -356,6 +376,14 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str]) -> Non
     prim.sym_visibility = StringAttr("private")
     prim.attributes[PRIMITIVE_ATTR] = UnitAttr()
     prim.location = ops[-1].location
+    if outlined is not None:
+        key = _body_key(prim)
+        if key in outlined:  # an identical group was outlined before: call that function
+            used_names.discard(name)
+            prim.erase()
+            name, prim = outlined[key], None
+        else:
+            outlined[key] = name
 
     call = func.CallOp(name, inputs, [r.type for r in outputs])
     call.location = ops[-1].location
@@ -367,7 +395,8 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str]) -> Non
     for op in sorted(inside, key=_position, reverse=True):
         op.detach()
         op.erase()
-    fn.parent.insert_op_before(prim, fn)
+    if prim is not None:
+        fn.parent.insert_op_before(prim, fn)
 
 
 def _position(op: Operation) -> int:
@@ -429,6 +458,7 @@ class GraphFusePass(ModulePass):
             if isinstance(f, func.FuncOp) and f.body.blocks
             and not loop.is_kernel(f) and not is_primitive(f)
         ]
+        outlined: dict[str, str] = {}  # body key -> function name (identical groups share one)
         for fn in targets:
             if len(fn.body.blocks) != 1:
                 continue  # graph functions are straight-line; leave anything else alone
@@ -437,5 +467,5 @@ class GraphFusePass(ModulePass):
             if self.explain:
                 fuser.explain()
             for members in sorted(groups, key=lambda ms: ms[-1].index):
-                _outline(members, fn, used_names)
+                _outline(members, fn, used_names, outlined)
             _topo_sort(fn.body.block, fn)
