@@ -826,14 +826,34 @@ RULES: list[Callable[[func.FuncOp, ScheduleConfig], bool]] = [schedule_matmul, s
 
 def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
     """Apply the first matching rule (else the generic one); returns the rule's name."""
+    rule_name = "generic"
     if not _unique_names(kernel):
         _schedule_rest(kernel, cfg)
-        return "generic"
-    for rule in RULES:
-        if rule(kernel, cfg):
-            return rule.__name__.removeprefix("schedule_")
-    _schedule_rest(kernel, cfg)
-    return "generic"
+    else:
+        for rule in RULES:
+            if rule(kernel, cfg):
+                rule_name = rule.__name__.removeprefix("schedule_")
+                break
+        else:
+            _schedule_rest(kernel, cfg)
+    _private_parallel_steps(kernel)
+    return rule_name
+
+
+def _private_parallel_steps(kernel: func.FuncOp) -> None:
+    """Give every parallel loop a step constant of its own. loop-outline-parallel passes the
+    step to the outlined body as an argument and maps the step *value* to it, so a shared
+    `arith.constant 1` would turn every unit index inside the body (the register tile's
+    accumulator offsets) into a run-time value, and LLVM would keep the tile in memory."""
+    for l in [o for o in kernel.walk() if isinstance(o, loop.ForOp) and o.kind.data == "parallel"]:
+        c = l.step.owner
+        if isinstance(c, arith.ConstantOp) and len(list(l.step.uses)) > 1:
+            top = l
+            while top.parent_op() is not kernel:
+                top = top.parent_op()
+            mine = c.clone()
+            Rewriter.insert_op(mine, InsertPoint.before(top))
+            l.operands = [l.lb, l.ub, mine.results[0]]
 
 
 def schedule_module(module: ModuleOp, cfg: ScheduleConfig | None = None) -> dict[str, str]:

@@ -100,3 +100,29 @@ def lower_scheduled(module: ModuleOp, width: int) -> None:
     for for_op in module.walk():
         if isinstance(for_op, loop.ForOp):
             for_op.attributes.pop(VECTOR_WIDTH_ATTR, None)
+    inline_single_trip_loops(module)
+
+
+def inline_single_trip_loops(module: ModuleOp) -> None:
+    """Replace every serial loop with constant bounds that runs exactly once (a vector loop of
+    one vector: `for %i = 0 to 16 step 16`) by its body at %i = lb. The register tiles index
+    their accumulator with such loop variables; as constants, LLVM's first SROA already keeps
+    the accumulator in registers (it runs before the loop passes that would fold the loop)."""
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from minimlir.dialects import loop
+    from minimlir.passes._schedule import body_ops, const_index
+
+    for for_op in [o for o in module.walk() if isinstance(o, loop.ForOp)]:
+        lb, ub, step = (const_index(v) for v in (for_op.lb, for_op.ub, for_op.step))
+        if for_op.kind.data != "serial" or lb is None or ub is None or step is None or step < 1:
+            continue
+        if not lb < ub <= lb + step:
+            continue
+        for_op.induction_var.replace_all_uses_with(for_op.lb)
+        ip = InsertPoint.before(for_op)
+        for op in body_ops(for_op):
+            op.detach()
+            Rewriter.insert_op(op, ip)
+        for_op.detach()
+        for_op.erase()
