@@ -890,12 +890,36 @@ def emit_trilu(n: NodeView) -> list:
 
 def _check_pad(node, opset):
     mode = _s(_attr(node, "mode", "constant"))
-    return None if mode in ("constant", "reflect", "edge") else f"mode '{mode}'"
+    return None if mode in ("constant", "reflect", "edge", "wrap") else f"mode '{mode}'"
+
+
+def _wrap_pad(cx: Importer, y: SSAValue, pads: list[int]) -> SSAValue:
+    """Pad mode 'wrap' per padded dim: graph.concat(y[d-b:], y, y[:e]) along it (b, e <= d)."""
+    rank = len(_shape(y))
+    for i in range(rank):
+        b, e = pads[i], pads[i + rank]
+        if not b and not e:
+            continue
+        shape = _shape(y)
+        d = shape[i]
+        if d == DYNAMIC or b > d or e > d:
+            raise Unsupported("Pad mode 'wrap' on a dynamic dim or with pads larger than the dim")
+        ends = [s if s != DYNAMIC else INT64_MAX for s in shape]
+
+        def part(lo: int, hi: int) -> SSAValue:
+            starts, stops = [0] * rank, list(ends)
+            starts[i], stops[i] = lo, hi
+            return cx.emit1(graph.SliceOp(y, starts, stops, [1] * rank))
+
+        parts = ([part(d - b, d)] if b else []) + [y] + ([part(0, e)] if e else [])
+        y = cx.emit1(graph.ConcatOp(parts, i))
+    return y
 
 
 @onnx_op("Pad", check=_check_pad)
 def emit_pad(n: NodeView) -> list:
     """Pad(x, pads, value, axes, mode) -> graph.pad {pads (begins, then ends), mode, value};
+    mode 'wrap' -> graph.slice + graph.concat per padded dim (static dims, pads <= dim);
     negative pads (cropping) become a graph.slice after the pad."""
     cx = n.cx
     x = n.input(0)
@@ -919,7 +943,9 @@ def emit_pad(n: NodeView) -> list:
         raise Unsupported(f"Pad: {len(pads)} pads for rank {rank}")
     y = cx.ssa(x)
     pos = [max(p, 0) for p in pads]
-    if any(pos):
+    if any(pos) and mode == "wrap":
+        y = _wrap_pad(cx, y, pos)
+    elif any(pos):
         y = cx.emit1(graph.PadOp(y, pos, mode=mode, value=value))
     if any(p < 0 for p in pads):
         shape = _shape(y)

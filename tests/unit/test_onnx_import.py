@@ -362,7 +362,7 @@ def test_unsupported_lists_every_problem_at_once():
     nodes = [
         h.make_node("Relu", ["x"], ["a"]),
         h.make_node("NonMaxSuppression", ["a"], ["b"], name="nms"),
-        h.make_node("Pad", ["x", "p"], ["c"], mode="wrap"),
+        h.make_node("Pad", ["x", "p"], ["c"], mode="circular"),
         h.make_node("Cast", ["x"], ["d"], to=T.BFLOAT16),
         h.make_node("Foo", ["a"], ["e"], domain="com.example"),
         h.make_node("Relu", ["b"], ["f"]),
@@ -376,12 +376,12 @@ def test_unsupported_lists_every_problem_at_once():
     got = {(p.op_type, p.reason) for p in e.value.problems}
     assert got == {
         ("NonMaxSuppression", "no importer for this op"),
-        ("Pad", "mode 'wrap'"),
+        ("Pad", "mode 'circular'"),
         ("Cast", "cast to bfloat16"),
         ("Foo", "domain 'com.example' is not supported"),
     }
     rows = check_support(m)
-    assert ("Relu", 17, 2, None) in rows and ("Pad", 17, 1, "mode 'wrap'") in rows
+    assert ("Relu", 17, 2, None) in rows and ("Pad", 17, 1, "mode 'circular'") in rows
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path):
@@ -477,3 +477,20 @@ def test_check_support_reports_what_the_emitters_reject():
     with pytest.raises(UnsupportedModelError, match="at run time"):
         import_onnx(m)
     assert check_support(m) == [("Tile", 17, 1, None)]
+
+
+def test_pad_wrap_is_slices_and_concat():
+    from minimlir.frontend.onnx_backend import OnnxBackend
+
+    node = h.make_node("Pad", ["x", "p"], ["y"], mode="wrap")
+    m = model([node], [vi("x", T.FLOAT, [2, 3])], [vi("y", T.FLOAT, [5, 4])],
+              [init("p", np.array([1, 0, 2, 1], np.int64))])
+    module, _ = import_onnx(m)
+    assert names(module).count("graph.concat") == 2 and "graph.pad" not in names(module)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = OnnxBackend.prepare(m).run([x])
+    np.testing.assert_array_equal(y, np.pad(x, [(1, 2), (0, 1)], mode="wrap"))
+    too_big = model([node], [vi("x", T.FLOAT, [2, 3])], [vi("y", T.FLOAT, None)],
+                    [init("p", np.array([3, 0, 0, 0], np.int64))])
+    with pytest.raises(UnsupportedModelError, match="wrap"):
+        import_onnx(too_big)
