@@ -297,3 +297,37 @@ def test_conv_vector_dynamic_native():
         x, w = rand(*xs), rand(16, 3, 3, 3, seed=1)
         want = conv_general_ref(x, w, (1, 2), (1, 0, 1, 2), (1, 1))
         np.testing.assert_allclose(prog.main(x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_outlined_parallel_body_keeps_constant_tile_offsets():
+    """The parallel loop's step is a constant of its own: loop-outline-parallel turns that value
+    into the outlined function's step argument, and no other index of the body may become it
+    (the register tile's accumulator offsets must stay constants for LLVM's SROA)."""
+    from minimlir.backend.runtime import run_pipeline
+
+    m = H.legalize(matmul_text(64, 32, 48))
+    kinds = D.schedule_module(m, D.ScheduleConfig(width=8))
+    assert kinds == {"matmul_0": "matmul"}
+    par = [o for o in m.walk() if isinstance(o, D.loop.ForOp) and o.kind.data == "parallel"]
+    assert par and all(len(list(l.step.uses)) == 1 for l in par)
+    lower_scheduled(m, 8)
+    run_pipeline(m, "graph-bufferize,mem-plan,loop-outline-parallel")
+    bodies = [f for f in m.walk() if isinstance(f, D.func.FuncOp) and "loop.parallel_body" in f.attributes]
+    assert bodies
+    for f in bodies:
+        step = f.body.block.args[2]
+        assert [u.operation.name for u in step.uses] == ["loop.for"]
+
+
+def test_single_trip_loops_are_inlined():
+    """A vector loop of exactly one vector leaves no loop behind: its variable is the constant lb."""
+    m = H.legalize(matmul_text(8, 4, 16))
+    D.schedule_module(m, D.ScheduleConfig(width=16, matmul=D.MatmulKnobs(mr=8, nv=1, mc=8)))
+    lower_scheduled(m, 16)
+    m.verify()
+    for l in [o for o in m.walk() if isinstance(o, D.loop.ForOp) and o.kind.data == "serial"]:
+        lb, ub, step = (D.const_index(v) for v in (l.lb, l.ub, l.step))
+        assert None in (lb, ub, step) or not lb < ub <= lb + step
+    want, got, _ = schedule_and_interpret(matmul_text(8, 4, 16), [rand(8, 4), rand(4, 16, seed=1)], width=16,
+                                          cfg=D.ScheduleConfig(width=16, matmul=D.MatmulKnobs(mr=8, nv=1, mc=8)))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
