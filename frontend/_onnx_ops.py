@@ -988,14 +988,18 @@ def emit_gemm(n: NodeView) -> list:
     return [y]
 
 
-def _check_auto_pad(node, opset):
+def _check_auto_pad(node, opset, max_kernel_rank: int = 2):
     ap = _s(_attr(node, "auto_pad", "NOTSET"))
     if ap not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         return f"auto_pad '{ap}'"
     ks = _attr(node, "kernel_shape")
-    if ks is not None and len(ks) not in (1, 2):
-        return f"{len(ks)}-D kernel (only 1-D and 2-D)"
+    if ks is not None and not 1 <= len(ks) <= max_kernel_rank:
+        return f"{len(ks)}-D kernel (only 1-D to {max_kernel_rank}-D)"
     return None
+
+
+def _check_pool(node, opset):
+    return _check_auto_pad(node, opset, max_kernel_rank=3)
 
 
 def _spatial_pads(n: NodeView, in_spatial: list[int], kernel, strides, dilations) -> list[int]:
@@ -1083,14 +1087,14 @@ def _check_maxpool(node, opset):
         return "the Indices output"
     if int(_attr(node, "storage_order", 0)) != 0:
         return "storage_order=1"
-    return _check_auto_pad(node, opset)
+    return _check_pool(node, opset)
 
 
 def _pool_params(n: NodeView, x: SSAValue):
     rank = len(_shape(x))
     k = rank - 2
-    if k not in (1, 2):
-        raise Unsupported(f"{k}-D pooling (only 1-D and 2-D)")
+    if k not in (1, 2, 3):
+        raise Unsupported(f"{k}-D pooling (only 1-D to 3-D)")
     kernel = list(n.attr("kernel_shape"))
     strides = list(n.attr("strides", [1] * k))
     dilations = list(n.attr("dilations", [1] * k))
@@ -1098,49 +1102,60 @@ def _pool_params(n: NodeView, x: SSAValue):
     return k, kernel, strides, dilations, pads
 
 
+def _pool3d(cx: Importer, x: SSAValue, kernel, strides, dilations, pads, make) -> SSAValue:
+    """A 3-D pool as two 2-D pools (max, sum and the in-range tap count all factor over dims):
+    (N, C, D, H, W) -> reshape (N, C, D, H*W) -> pool [kd, 1] -> (N, C, D', H*W)
+    -> reshape (N, C*D', H, W) -> pool [kh, kw] -> (N, C*D', H', W') -> reshape (N, C, D', H', W')."""
+    n, c, d, h, w = cx.dims(x)
+    y = cx.reshape(x, [n, c, d, cx.iarith("mul", h, w)])
+    y = cx.emit1(make(y, [kernel[0], 1], [strides[0], 1], [pads[0], 0, pads[3], 0], [dilations[0], 1]))
+    d2 = cx.dims(y)[2]
+    y = cx.reshape(y, [n, cx.iarith("mul", c, d2), h, w])
+    y = cx.emit1(make(y, kernel[1:], strides[1:], [pads[1], pads[2], pads[4], pads[5]], dilations[1:]))
+    _, _, h2, w2 = cx.dims(y)
+    return cx.reshape(y, [n, c, d2, h2, w2])
+
+
+def _emit_pool(n: NodeView, make) -> list:
+    """1-D: reshape to (N, C, 1, L) and back; 2-D: one op; 3-D: `_pool3d`."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    k, kernel, strides, dilations, pads = _pool_params(n, x)
+    if k == 3:
+        return [_pool3d(cx, x, kernel, strides, dilations, pads, make)]
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+    y = cx.emit1(make(x, _to_2d(k, kernel, 1), _to_2d(k, strides, 1), _pads_2d(k, pads), _to_2d(k, dilations, 1)))
+    return [_squeeze_spatial(cx, y) if k == 1 else y]
+
+
 @onnx_op("MaxPool", check=_check_maxpool)
 def emit_max_pool(n: NodeView) -> list:
     """MaxPool(x) -> graph.max_pool2d {kernel, strides, pads, dilations, ceil_mode}; auto_pad is
-    resolved; 1-D pooling via reshape to (N, C, 1, L) and back."""
-    cx = n.cx
-    x = _ssa(n, 0)
-    k, kernel, strides, dilations, pads = _pool_params(n, x)
-    if k == 1:
-        x = _unsqueeze_spatial(cx, x)
-    y = cx.emit1(
-        graph.MaxPool2dOp(
-            x,
-            _to_2d(k, kernel, 1),
-            strides=_to_2d(k, strides, 1),
-            pads=_pads_2d(k, pads),
-            dilations=_to_2d(k, dilations, 1),
-            ceil_mode=bool(n.attr("ceil_mode", 0)),
-        )
+    resolved; 1-D pooling via reshape to (N, C, 1, L) and back; 3-D as two 2-D pools."""
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    return _emit_pool(
+        n,
+        lambda x, kernel, strides, pads, dilations: graph.MaxPool2dOp(
+            x, kernel, strides=strides, pads=pads, dilations=dilations, ceil_mode=ceil_mode
+        ),
     )
-    return [_squeeze_spatial(cx, y) if k == 1 else y]
 
 
-@onnx_op("AveragePool", check=_check_auto_pad)
+@onnx_op("AveragePool", check=_check_pool)
 def emit_avg_pool(n: NodeView) -> list:
     """AveragePool(x) -> graph.avg_pool2d {kernel, strides, pads, dilations, ceil_mode,
-    count_include_pad}; auto_pad is resolved; 1-D via reshape."""
-    cx = n.cx
-    x = _ssa(n, 0)
-    k, kernel, strides, dilations, pads = _pool_params(n, x)
-    if k == 1:
-        x = _unsqueeze_spatial(cx, x)
-    y = cx.emit1(
-        graph.AvgPool2dOp(
-            x,
-            _to_2d(k, kernel, 1),
-            strides=_to_2d(k, strides, 1),
-            pads=_pads_2d(k, pads),
-            ceil_mode=bool(n.attr("ceil_mode", 0)),
-            count_include_pad=bool(n.attr("count_include_pad", 0)),
-            dilations=_to_2d(k, dilations, 1),
-        )
+    count_include_pad}; auto_pad is resolved; 1-D via reshape; 3-D as two 2-D pools (the
+    average over a box is the average over D of averages over (H, W): the counts factor)."""
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    include_pad = bool(n.attr("count_include_pad", 0))
+    return _emit_pool(
+        n,
+        lambda x, kernel, strides, pads, dilations: graph.AvgPool2dOp(
+            x, kernel, strides=strides, pads=pads, ceil_mode=ceil_mode,
+            count_include_pad=include_pad, dilations=dilations,
+        ),
     )
-    return [_squeeze_spatial(cx, y) if k == 1 else y]
 
 
 @onnx_op("GlobalAveragePool")

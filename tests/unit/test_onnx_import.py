@@ -494,3 +494,26 @@ def test_pad_wrap_is_slices_and_concat():
                     [init("p", np.array([3, 0, 0, 0], np.int64))])
     with pytest.raises(UnsupportedModelError, match="wrap"):
         import_onnx(too_big)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 0, 0, 0, 1, 1],
+                     dilations=[1, 2, 1], ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[3, 2, 2], strides=[1, 2, 1], pads=[1, 1, 0, 1, 0, 1],
+                         count_include_pad=1, ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[2, 2, 3], strides=[2, 1, 1], pads=[0, 1, 1, 1, 0, 1],
+                         dilations=[2, 1, 1], count_include_pad=0)),
+])
+def test_pool_3d_as_two_2d_pools_matches_onnxruntime(op, attrs):
+    ort = pytest.importorskip("onnxruntime")
+    from minimlir.frontend.onnx_backend import OnnxBackend
+
+    node = h.make_node(op, ["x"], ["y"], **attrs)
+    m = model([node], [vi("x", T.FLOAT, ["n", 2, 5, 6, 5])], [vi("y", T.FLOAT, None)], opset=19)
+    module, _ = import_onnx(m)
+    pools = [o for o in names(module) if o.startswith("graph.") and o.endswith("pool2d")]
+    assert len(pools) == 2
+    x = np.random.default_rng(3).standard_normal((2, 2, 5, 6, 5)).astype(np.float32)
+    (y,) = OnnxBackend.prepare(m).run([x])
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(y, sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
