@@ -1175,7 +1175,10 @@ def emit_global_max_pool(n: NodeView) -> list:
 
 
 def _check_batchnorm(node, opset):
-    if len([o for o in node.output if o]) > 1 or _attr(node, "training_mode", 0):
+    training = bool(_attr(node, "training_mode", 0))
+    if training and opset < 14:
+        return "training mode (opset < 14)"
+    if len([o for o in node.output if o]) > 1 and not (training and opset >= 14):
         return "training mode (more than one output)"
     if opset < 9 and _attr(node, "spatial", 1) != 1:
         return "spatial=0"
@@ -1184,11 +1187,31 @@ def _check_batchnorm(node, opset):
 
 @onnx_op("BatchNormalization", check=_check_batchnorm)
 def emit_batch_norm(n: NodeView) -> list:
-    """BatchNormalization(x, scale, b, mean, var) in inference mode -> graph.batch_norm {epsilon}."""
+    """BatchNormalization(x, scale, b, mean, var) in inference mode -> graph.batch_norm {epsilon}.
+    training_mode=1 (opset >= 14) normalizes with the batch statistics over axes [0, 2, ...]:
+    m = graph.reduce_mean(x, keepdims), v = reduce_mean((x - m)^2) (population variance), both
+    reshaped to (C); y = graph.batch_norm(x, scale, b, m, v); the running statistics outputs are
+    mean * momentum + m * (1 - momentum) and var * momentum + v * (1 - momentum)."""
     cx = n.cx
     eps = float(n.attr("epsilon", 1e-5))
     args = [_ssa(n, i) for i in range(5)]
-    return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]
+    if not n.attr("training_mode", 0):
+        return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]
+    x, scale, bias, mean, var = args
+    rank = len(_shape(x))
+    axes = [0] + list(range(2, rank))
+    channels = [cx.dims(x)[1]]
+    m = cx.emit1(graph.ReduceMeanOp(x, axes, keepdims=True))
+    centered = cx.emit1(graph.SubOp(x, m))
+    v = cx.emit1(graph.ReduceMeanOp(cx.emit1(graph.MulOp(centered, centered)), axes, keepdims=True))
+    m, v = cx.reshape(m, channels), cx.reshape(v, channels)
+    outs: list = [cx.emit1(graph.BatchNormOp(x, scale, bias, m, v, epsilon=eps))]
+    momentum = float(n.attr("momentum", 0.9))
+    for running, batch in ((mean, m), (var, v)):
+        a = cx.emit1(graph.MulOp(running, cx.scalar(momentum, _elem(running))))
+        b = cx.emit1(graph.MulOp(batch, cx.scalar(1.0 - momentum, _elem(batch))))
+        outs.append(cx.emit1(graph.AddOp(a, b)))
+    return outs
 
 
 @onnx_op("LayerNormalization")

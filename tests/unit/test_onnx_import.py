@@ -517,3 +517,26 @@ def test_pool_3d_as_two_2d_pools_matches_onnxruntime(op, attrs):
     (y,) = OnnxBackend.prepare(m).run([x])
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(y, sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_batchnorm_training_mode_uses_batch_statistics():
+    from minimlir.frontend.onnx_backend import OnnxBackend
+
+    node = h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"],
+                       training_mode=1, momentum=0.8, epsilon=1e-3)
+    rng = np.random.default_rng(5)
+    s, b, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = rng.random(3).astype(np.float32)
+    inits = [init("s", s), init("b", b), init("m", mean), init("v", var)]
+    m = model([node], [vi("x", T.FLOAT, ["n", 3, 4])],
+              [vi("y", T.FLOAT, None), vi("rm", T.FLOAT, [3]), vi("rv", T.FLOAT, [3])], inits, opset=15)
+    assert all(r[3] is None for r in check_support(m))
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y, rm, rv = OnnxBackend.prepare(m).run([x])
+    bm, bv = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    ref = (x - bm[:, None]) / np.sqrt(bv[:, None] + 1e-3) * s[:, None] + b[:, None]
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rm, mean * 0.8 + bm * 0.2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rv, var * 0.8 + bv * 0.2, rtol=1e-5, atol=1e-6)
+    old = model([node], [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, None)], inits, opset=9)
+    assert ("BatchNormalization", 9, 1, "training mode (opset < 14)") in check_support(old)
