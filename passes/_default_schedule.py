@@ -517,15 +517,16 @@ def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: s
     return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
 
 
-def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int) -> None:
+def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int) -> tuple:
     """Give the conv2d block (n co oh ow | ci kh kw, group 1) operands it can read in vector
     tiles, with two local buffers filled before its nest:
 
-        conv2d_wpack: WT[ci, kh, kw, co] = W[co, ci, kh, kw]     (output channels contiguous)
+        conv2d_wpack: WT[co0, ci, kh, kw, co1] = W[co0*T + co1, ci, kh, kw]   (T = co_tile)
         conv2d_pad:   XP[n, c, hp, wp] = X[n, c, hp - pt, wp - pl] inside X, else 0
 
-    and the block reads WT[ci, kh, kw, co] and XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no
-    clamp, no select). Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
+    and the block reads XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no clamp, no select); the
+    weight load is returned with WT for _read_weight_panel once the channel loop is split.
+    Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
     n, co, oh, ow, ci, kh, kw = blk.body.block.args
     loops = loop.block_loops(blk)
     ubs = [l.ub for l in loops]
@@ -549,7 +550,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     ip = InsertPoint.before(top)
     frees = []
     # -- weights
-    wt_shape = [ubs[4], ubs[5], ubs[6], ubs[1]]
+    wt_shape = [iconst(kernel, co_ext // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
     wt = _local_buffer(elem, wt_shape, ip, frees)
     # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
     p_top, (pc0, pi, ph, pw, pc1), bip = _nest(
@@ -558,12 +559,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     p_top.location = blk.location
     pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
     v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
-    Rewriter.insert_op(mem.StoreOp(v, wt, [pi, ph, pw, pc]), bip)
-    new_w = mem.LoadOp(wt, [ci, kh, kw, co], elem)
-    Rewriter.insert_op(new_w, InsertPoint.before(w_ld))
-    w_ld.result.replace_all_uses_with(new_w.result)
-    w_ld.detach()
-    w_ld.erase()
+    Rewriter.insert_op(mem.StoreOp(v, wt, [pc0, pi, ph, pw, pc1]), bip)
     # -- padded input
     taps = [_unclamp(i) for i in x_ld.indices[2:]]
     uses = list(x_ld.result.uses)
@@ -618,6 +614,22 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     ret = kernel.body.block.last_op
     for f in frees:
         Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
+    return w_ld, wt
+
+
+def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0: loop.ForOp,
+                       cj: loop.ForOp, cw: loop.ForOp, w: int) -> None:
+    """W[co, ci, kh, kw] -> WT[co0, ci, kh, kw, cj*W + cw] with the output-channel tile loops'
+    own variables (co = co0*nv*W + cj*W + cw): one contiguous weight panel per co0 tile.
+    The index uses loop variables inside the block (affine, so the analyses and the vector
+    lowering read it), which the channel split alone cannot express in block variables."""
+    ip = InsertPoint.before(w_ld)
+    lane = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), ip), cw.induction_var), ip)
+    _, ci, kh, kw = w_ld.indices
+    new_w = emit(mem.LoadOp(wt, [co0.induction_var, ci, kh, kw, lane], w_ld.result.type), ip)
+    w_ld.result.replace_all_uses_with(new_w)
+    w_ld.detach()
+    w_ld.erase()
 
 
 def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> SSAValue:
@@ -635,8 +647,8 @@ def _largest_divisor(n: int, at_most: int) -> int:
 
 
 def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
-    """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights to
-    [ci][kh][kw][co] and the padded input into local buffers (_relayout_conv), then
+    """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights into
+    [co0][ci][kh][kw][nv*W] panels and the padded input into local buffers (_relayout_conv), then
 
         co -> (co0, cj, cw) = (., nv, W)     ow -> (ow0, ow1) = (., rw)
         order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
@@ -667,11 +679,12 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         b = s.get_block("conv2d")
         if c.fma:
             _contract_fma(b)
-        _relayout_conv(kernel, b, c.pad_input, nv * w)
+        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w)
         n, co, oh, ow, ci, kh, kw = s.get_loops(b)
         co0, cj, cw = s.split(co, [None, nv, w])
         ow0, ow1 = s.split(ow, [None, rw])
-        s.reorder(n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+        n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+        _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w)
         s.decompose_reduction(b, s.get_loops(b)[4])
         _cache_accumulator(kernel, b, [rw, nv, w], "conv2d_acc", red=s.get_loops(b)[4])
         # the tile: vector lanes over cw, everything else of the tile unrolled
