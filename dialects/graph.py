@@ -1599,7 +1599,7 @@ class ReshapeOp(IRDLOperation):
             )
         if n_in is not None and n_out is None:
             known = math.prod(d for d in out if d >= 0)
-            if (known == 0) != (n_in == 0) or (known and n_in % known):
+            if (known == 0 and n_in != 0) or (known and n_in % known):  # 0 elements: a `?` may be 0
                 raise VerifyException(
                     f"element count mismatch: input has {n_in} elements, not a multiple of the "
                     f"static part ({known}) of result {format_shape(out)}"

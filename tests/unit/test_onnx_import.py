@@ -540,3 +540,11 @@ def test_batchnorm_training_mode_uses_batch_statistics():
     np.testing.assert_allclose(rv, var * 0.8 + bv * 0.2, rtol=1e-5, atol=1e-6)
     old = model([node], [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, None)], inits, opset=9)
     assert ("BatchNormalization", 9, 1, "training mode (opset < 14)") in check_support(old)
+
+
+def test_reshape_of_an_empty_tensor_to_run_time_dims_verifies():
+    """0 elements reshaped to (?, ?, ?): a dynamic dim may be 0 (test_reshape_allowzero_reordered)."""
+    node = h.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)
+    m = model([node], [vi("x", T.FLOAT, [0, 3, 4]), vi("s", T.INT64, [3])], [vi("y", T.FLOAT, None)], opset=14)
+    module, _ = import_onnx(m)
+    assert result_shape(module) == [Q, Q, Q]
