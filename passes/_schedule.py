@@ -1101,6 +1101,95 @@ class Schedule:
         ip = InsertPoint.before(for_op.body.block.last_op)  # type: ignore[arg-type]
         return self._place(block, ranges, ip, kernel)
 
+    # -- cache-read -----------------------------------------------------------------------------
+
+    def cache_read(self, block: loop.BlockOp, buffer: SSAValue, for_op: loop.ForOp, name: str) -> loop.BlockOp:
+        """Copy the box of `buffer` that `block` reads in one iteration of `for_op` into a local
+        buffer (a static `mem.alloca`, row-major and contiguous: a packed tile), filled by a new
+        block `name` at the start of `for_op`'s body; `block` then reads the copy (TVM's
+        `cache_read` + `compute_at` + buffer compaction in one step).
+
+            for k0 { for j0 {                        for k0 { for j0 {
+              for k1, j1 { blk: ... B[k, j] ... }  ->  for a, b { name: L[a, b] = B[lo_k + a, lo_j + b] }
+            } }                                        for k1, j1 { blk: ... L[k - lo_k, j - lo_j] ... } } }
+
+        lo is the box's lower corner (affine in the loops outside and at `for_op`); the local
+        extent of a dim is the smallest constant bound of hi - lo + 1 (guarded tiles copy only
+        their valid part). Refused when a block under `for_op` writes `buffer`, the box is not
+        affine, has several lower bounds, or no constant extent."""
+        from xdsl.dialects.builtin import MemRefType
+
+        kernel = kernel_of(block)
+        bname = block.block_name.data
+        loops = loop.block_loops(block)
+        if for_op not in loops:
+            raise ScheduleError(
+                f"cache-read: loop {loop_name(for_op)} does not enclose block '{bname}'", for_op
+            )
+        if not any(isinstance(op, mem.LoadOp) and op.memref is buffer for op in block_accesses(block)):
+            raise ScheduleError(f"cache-read: block '{bname}' does not load {atom_name(buffer)}", block)
+        for b in loop.blocks_of(for_op):
+            if buffer in reads_writes(b)[1]:
+                raise ScheduleError(
+                    f"cache-read: block '{b.block_name.data}' writes {atom_name(buffer)} under loop "
+                    f"{loop_name(for_op)}",
+                    b,
+                )
+        if any(isinstance(u.operation, (mem.CopyOp, mem.FillOp)) and for_op.is_ancestor(u.operation)
+               for u in buffer.uses):
+            raise ScheduleError(f"cache-read: {atom_name(buffer)} is copied or filled under the loop", for_op)
+        depth = loops.index(for_op) + 1
+        box = region(block, buffer, depth, (mem.LoadOp,))
+        if box is None:
+            raise ScheduleError(
+                f"cache-read: cannot compute the region of {atom_name(buffer)} that block '{bname}' "
+                "reads (non-affine index or loop bound)",
+                block,
+            )
+        sizes: list[int] = []
+        for d, (los, his) in enumerate(zip(box.los, box.his)):
+            if len(los) != 1:
+                raise ScheduleError(f"cache-read: dim {d} of the region has several lower bounds", block)
+            ext = [(h - los[0]).const + 1 for h in his if (h - los[0]).is_constant]
+            if not ext:
+                raise ScheduleError(f"cache-read: dim {d} of the region has no constant extent", block)
+            sizes.append(max(1, min(ext)))
+        elem = buffer.type.element_type  # type: ignore[union-attr]
+        alloc = mem.AllocaOp(MemRefType(elem, sizes))
+        Rewriter.insert_op(alloc, InsertPoint.at_start(kernel.body.block))
+        local = alloc.results[0]
+        local.name_hint = name
+        ip = InsertPoint.at_start(for_op.body.block)
+        lo_vals = [materialize_form(los[0], kernel, ip) for los in box.los]
+        c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
+        ivs: list[SSAValue] = []
+        for los, his, size in zip(box.los, box.his, sizes):
+            forms = prune([h - los[0] + 1 for h in his] + [AffineForm.constant(size)], False)
+            ub = materialize_min(forms, kernel, ip)
+            l = loop.ForOp(c0, ub, c1)
+            l.location = block.location
+            Rewriter.insert_op(l, ip)
+            ivs.append(l.induction_var)
+            ip = InsertPoint.before(l.body.block.last_op)  # type: ignore[arg-type]
+        copy = loop.BlockOp(name, ivs, ["spatial"] * len(ivs))
+        copy.location = block.location
+        Rewriter.insert_op(copy, ip)
+        args = list(copy.body.block.args)
+        bip = InsertPoint.before(copy.body.block.last_op)  # type: ignore[arg-type]
+        zero = [f.is_constant and f.const == 0 for f in (los[0] for los in box.los)]
+        src = [a if z else emit(arith.AddiOp(lo, a), bip) for lo, a, z in zip(lo_vals, args, zero)]
+        v = emit(mem.LoadOp(buffer, src, elem), bip)
+        Rewriter.insert_op(mem.StoreOp(v, local, args), bip)
+        for op in [o for o in block_accesses(block) if isinstance(o, mem.LoadOp) and o.memref is buffer]:
+            lip = InsertPoint.before(op)
+            idx = [i if z else emit(arith.SubiOp(i, lo), lip) for i, lo, z in zip(op.indices, lo_vals, zero)]
+            new = mem.LoadOp(local, idx, op.result.type)
+            Rewriter.insert_op(new, lip)
+            op.result.replace_all_uses_with(new.result)
+            op.detach()
+            op.erase()
+        return copy
+
     # -- compute-inline -------------------------------------------------------------------------
 
     def compute_inline(self, block: loop.BlockOp) -> None:
