@@ -1,7 +1,7 @@
 // RUN: mini-opt %s -p 'loop-split{block=matmul loop=1 factors=0,8},loop-cache-read{block=matmul read=1 loop=1 copy=B_pack}' | filecheck %s
 
 // B's 5 x 8 column tile (K = 5 static, columns guarded by min(8, n - jo*8)) is copied into a
-// packed local buffer at the top of the jo loop; the matmul block reads it at (k - 0, j - jo*8).
+// packed local buffer at the top of the jo loop; the matmul block reads it at (k, j - jo*8).
 
 // CHECK-LABEL: func.func @mm
 // CHECK-NEXT:    %[[P:.*]] = mem.alloca() : memref<5x8xf32>
@@ -11,13 +11,12 @@
 // CHECK:             loop.for %[[A:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:               loop.for %[[B:.*]] = %{{.*}} to %[[E:.*]] step %{{.*}} {
 // CHECK-NEXT:            loop.block "B_pack" (%[[VA:.*]] = %[[A]], %[[VB:.*]] = %[[B]]) [spatial, spatial] {
-// CHECK-NEXT:              %[[R:.*]] = arith.addi %{{.*}}, %[[VA]] : index
 // CHECK-NEXT:              %[[C:.*]] = arith.addi %[[LO]], %[[VB]] : index
-// CHECK-NEXT:              %[[V:.*]] = mem.load %{{.*}}[%[[R]], %[[C]]] : memref<5x?xf32> -> f32
+// CHECK-NEXT:              %[[V:.*]] = mem.load %{{.*}}[%[[VA]], %[[C]]] : memref<5x?xf32> -> f32
 // CHECK-NEXT:              mem.store %[[V]], %[[P]][%[[VA]], %[[VB]]] : f32, memref<5x8xf32>
 // CHECK:             loop.block "matmul"
 // CHECK:               %[[JJ:.*]] = arith.subi %{{.*}}, %[[LO]] : index
-// CHECK-NEXT:          %{{.*}} = mem.load %[[P]][%{{.*}}, %[[JJ]]] : memref<5x8xf32> -> f32
+// CHECK-NEXT:          %{{.*}} = mem.load %[[P]][%[[VR:.*]], %[[JJ]]] : memref<5x8xf32> -> f32
 func.func @mm(%a: memref<?x5xf32>, %b: memref<5x?xf32>, %c: memref<?x?xf32>) attributes {loop.kernel} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
