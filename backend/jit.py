@@ -13,12 +13,24 @@
     f = cm.get_function("add")                # ctypes callable, signature from llvm.func
     cm.llvm_ir                                # optimized LLVM IR text
     cm.asm()                                  # host assembly
+
+Large modules are compiled in parts (`compile_split`, used by the runtime's compile path): the
+functions are grouped (a kernel with the parallel bodies it references stays together; the entry
+functions are a group of their own), the groups are packed into one part per core by size, and the
+parts are optimized and code-generated at once, one in this process and the others in child
+processes (backend/_llvm_worker.py: llvmlite's C API calls hold one process-wide lock, so threads
+would not run in parallel). All objects are loaded into one MCJIT engine. A function called from
+another part gets external linkage there (so it is no longer inlined across parts); the code of
+every function is otherwise what the whole module gives.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -50,8 +62,9 @@ class CompileError(DiagnosticException):
 # ---------------------------------------------------------------- llvm dialect -> LLVM IR
 
 
-def _checked_copy(module: ModuleOp) -> ModuleOp:
-    module = module.clone()
+def _checked_copy(module: ModuleOp, copy: bool = True) -> ModuleOp:
+    if copy:
+        module = module.clone()
     reconcile_casts(module)
     for op in module.walk():
         if op is module:
@@ -64,9 +77,11 @@ def _checked_copy(module: ModuleOp) -> ModuleOp:
     return module
 
 
-def to_llvm_ir(module: ModuleOp) -> str:
-    """Textual LLVM IR (unoptimized) of an llvm-dialect module, with the host triple."""
-    module = _checked_copy(module)
+def to_llvm_ir(module: ModuleOp, copy: bool = True) -> str:
+    """Textual LLVM IR (unoptimized) of an llvm-dialect module, with the host triple.
+    `copy=False` folds leftover casts in `module` itself instead of in a clone (for callers that
+    own the module and drop it afterwards: saves a clone of the whole module)."""
+    module = _checked_copy(module, copy)
     _llvm_ext.install_llvmlite_hooks()
     try:
         ir_module = convert_module(module, fallback_target_triple=_target.host_triple())
@@ -90,6 +105,28 @@ def check_symbols(mod: llvm.ModuleRef) -> None:
                 raise CompileError(
                     f"unresolved external function '{fn.name}' (not in this process or libm)"
                 )
+
+
+_DECLARE = re.compile(r'^declare\s+.*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(', re.M)
+_EXTERNAL_GLOBAL = re.compile(r'^@("(?:[^"\\]|\\.)*"|[-\w.$]+)\s*=\s*external\s', re.M)
+
+
+def declared_symbols(ir_text: str) -> tuple[list[str], list[str]]:
+    """(declared functions other than llvm.* intrinsics, declared global variables) of LLVM IR text."""
+
+    def unquote(name: str) -> str:
+        return name[1:-1] if name.startswith('"') else name
+
+    functions = [unquote(n) for n in _DECLARE.findall(ir_text)]
+    return [f for f in functions if not f.startswith("llvm.")], [unquote(n) for n in _EXTERNAL_GLOBAL.findall(ir_text)]
+
+
+def check_symbol_names(functions: list[str]) -> None:
+    """check_symbols for function names (from `declared_symbols`)."""
+    _target.init_llvm()
+    for name in functions:
+        if not llvm.address_of_symbol(name):
+            raise CompileError(f"unresolved external function '{name}' (not in this process or libm)")
 
 
 def parse_ir(ir_text: str) -> llvm.ModuleRef:
@@ -164,6 +201,7 @@ class CompiledModule:
         self._keepalive = keepalive
         self.llvm_ir = llvm_ir
         self.cache_hit = cache_hit
+        self.timings: dict[str, float] = {}  # filled by the runtime's compile path
 
     @property
     def function_names(self) -> list[str]:
@@ -187,18 +225,183 @@ class CompiledModule:
         return fn
 
     def asm(self) -> str:
-        """Host assembly of the optimized module."""
+        """Host assembly of the optimized module (of each part, for a split compile)."""
         with _llvm_lock:
-            return self._tm.emit_assembly(parse_ir(self.llvm_ir))
+            return "".join(self._tm.emit_assembly(parse_ir(part)) for part in self.llvm_ir.split(PART_MARKER))
 
 
-def _engine_from_object(obj: bytes, tm: llvm.TargetMachine) -> llvm.ExecutionEngine:
+def _engine_from_object(obj: bytes | list[bytes], tm: llvm.TargetMachine) -> llvm.ExecutionEngine:
     empty = llvm.parse_assembly("")
     empty.triple = _target.host_triple()
     engine = llvm.create_mcjit_compiler(empty, tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    for o in unpack_objects(obj) if isinstance(obj, bytes) else obj:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(o))
     engine.finalize_object()
     return engine
+
+
+# ---------------------------------------------------------------- split compilation
+
+PART_MARKER = "\n; ---- minimlir: next part ----\n"
+_OBJS_MAGIC = b"MMLOBJS1"
+SPLIT_MIN_BYTES = 1_000_000
+"""Modules with less LLVM IR text than this compile in one piece (a child process costs ~0.3 s)."""
+
+_DEFINE = re.compile(r'define\s+(?:(internal|private)\s+)?.*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
+_SYMBOL = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
+
+
+def pack_objects(objs: list[bytes]) -> bytes:
+    """Several object files as one blob (one cache entry); a single object stays as it is."""
+    if len(objs) == 1:
+        return objs[0]
+    return _OBJS_MAGIC + b"".join(len(o).to_bytes(8, "little") + o for o in objs)
+
+
+def unpack_objects(blob: bytes) -> list[bytes]:
+    if not blob.startswith(_OBJS_MAGIC):
+        return [blob]
+    objs, pos = [], len(_OBJS_MAGIC)
+    while pos < len(blob):
+        n = int.from_bytes(blob[pos : pos + 8], "little")
+        objs.append(blob[pos + 8 : pos + 8 + n])
+        pos += 8 + n
+    return objs
+
+
+def split_ir(ir_text: str, parts: int) -> list[str] | None:
+    """The module as `parts` modules that together define every function once, or None if it
+    cannot be split (a global with a definition that is not an internal constant, odd syntax)."""
+    header: list[str] = []
+    funcs: dict[str, tuple[str | None, list[str]]] = {}  # name -> (linkage, lines)
+    order: list[str] = []
+    lines = ir_text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("define "):
+            m = _DEFINE.match(line)
+            if m is None:
+                return None
+            body = [line]
+            i += 1
+            while i < len(lines) and lines[i] != "}":
+                body.append(lines[i])
+                i += 1
+            if i == len(lines):
+                return None
+            body.append("}")
+            funcs[m.group(2)] = (m.group(1), body)
+            order.append(m.group(2))
+        elif line.startswith("@") and "=" in line and not re.search(r"=\s*external\s", line):
+            if not re.search(r"=\s*(internal|private)\s+(unnamed_addr\s+)?constant\s", line):
+                return None  # a defined, shared global: it must exist once
+            header.append(line)
+        else:
+            header.append(line)
+        i += 1
+    if len(order) < 2:
+        return None
+    refs = {name: {s for ln in body[1:] for s in _SYMBOL.findall(ln) if s in funcs and s != name}
+            for name, (_, body) in funcs.items()}
+    # Units: internal functions connected by references (a kernel and its parallel bodies); each
+    # exported function (the entry points) is a unit of its own, so cutting its calls is allowed.
+    parent = {n: n for n in order}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for n in order:
+        if funcs[n][0] is None:
+            continue
+        for r in refs[n]:
+            if funcs[r][0] is not None:
+                parent[find(r)] = find(n)
+    units: dict[str, list[str]] = {}
+    for n in order:
+        units.setdefault(find(n), []).append(n)
+    if len(units) < 2:
+        return None
+    size = {u: sum(len(ln) for n in ns for ln in funcs[n][1]) for u, ns in units.items()}
+    bins: list[list[str]] = [[] for _ in range(min(parts, len(units)))]
+    load = [0] * len(bins)
+    for u in sorted(units, key=lambda u: -size[u]):
+        k = load.index(min(load))
+        bins[k].extend(units[u])
+        load[k] += size[u]
+    where = {n: k for k, b in enumerate(bins) for n in b}
+    exported = {r for n in order for r in refs[n] if where[r] != where[n]}
+    out = []
+    for k, members in enumerate(bins):
+        text = list(header)
+        wanted = set(members)
+        for n in members:
+            body = funcs[n][1]
+            if n in exported and funcs[n][0] is not None:
+                body = [re.sub(r"^define\s+(internal|private)\s+", "define ", body[0], count=1)] + body[1:]
+            text.extend(body)
+        for r in sorted({r for n in members for r in refs[n]} - wanted):
+            head = re.sub(r"^define\s+(?:(?:internal|private)\s+)?", "declare ", funcs[r][1][0], count=1)
+            text.append(head)
+        out.append("\n".join(text) + "\n")
+    return out
+
+
+def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: int | None = None
+                  ) -> tuple[list[bytes], str]:
+    """Optimize and code-generate `ir_text` in parts in parallel: (objects, optimized IR of the parts
+    joined by PART_MARKER). One part (no child process) when the module is small or one core."""
+    if parts is None:
+        parts = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    pieces = split_ir(ir_text, parts) if parts > 1 and len(ir_text) >= SPLIT_MIN_BYTES else None
+    if pieces is None or len(pieces) < 2:
+        with _llvm_lock:
+            mod = parse_ir(ir_text)
+            optimize(mod, tm, opt_level)
+            return [tm.emit_object(mod)], str(mod)
+    cmd = [sys.executable, "-m", "minimlir.backend._llvm_worker", _target.host_triple(), _target.host_cpu(),
+           _target.host_features(), str(opt_level)]
+    children = []
+    for piece in pieces[1:]:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        writer = threading.Thread(target=_feed, args=(proc, piece.encode()), daemon=True)
+        writer.start()
+        children.append((proc, writer))
+    results: list[tuple[bytes, str] | None] = [None] * len(pieces)
+    try:
+        with _llvm_lock:
+            mod = parse_ir(pieces[0])
+            optimize(mod, tm, opt_level)
+            results[0] = (tm.emit_object(mod), str(mod))
+    finally:
+        for k, (proc, writer) in enumerate(children, start=1):
+            writer.join()  # the child reads all of its input before it writes anything
+            assert proc.stdout is not None and proc.stderr is not None
+            out = proc.stdout.read()
+            err = proc.stderr.read()  # small: a traceback at most
+            proc.wait()
+            if proc.returncode != 0 or len(out) < 16:
+                results[k] = None
+                first_error = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+                raise CompileError(f"LLVM compilation of part {k} failed: {first_error[0]}")
+            n = int.from_bytes(out[:8], "little")
+            obj = out[8 : 8 + n]
+            m = int.from_bytes(out[8 + n : 16 + n], "little")
+            results[k] = (obj, out[16 + n : 16 + n + m].decode())
+    assert all(r is not None for r in results)
+    return [r[0] for r in results], PART_MARKER.join(r[1] for r in results)  # type: ignore[index]
+
+
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:
+        pass
 
 
 def compile_module(

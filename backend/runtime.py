@@ -773,26 +773,34 @@ def _load_symbol_providers() -> None:
 
 
 def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
-    """llvm-dialect module -> (CompiledModule, object code, external symbols it calls)."""
+    """llvm-dialect module -> (CompiledModule, object code, external symbols it calls). The module
+    is the caller's own (parsed or cloned here, or frontend.compile's): its casts are folded in place."""
     from minimlir.backend import _target, jit
     from minimlir.passes import _llvm_ext
 
+    import time
+
     _llvm_ext.install_llvmlite_hooks()
+    t0 = time.perf_counter()
     sigs = jit.signatures(module)
-    ir_text = jit.to_llvm_ir(module)
+    ir_text = jit.to_llvm_ir(module, copy=False)
+    t1 = time.perf_counter()
     with jit._llvm_lock:
         tm = _target.target_machine(opt_level)
-        mod = jit.parse_ir(ir_text)
-        jit.check_symbols(mod)
-        externals = sorted(
-            {fn.name for fn in mod.functions if fn.is_declaration and not fn.name.startswith("llvm.")}
-            | {g.name for g in mod.global_variables if g.is_declaration}
-        )
-        jit.optimize(mod, tm, opt_level)
-        opt_ir = str(mod)
-        obj = tm.emit_object(mod)
-        engine = jit._engine_from_object(obj, tm)
-    return jit.CompiledModule(engine, sigs, opt_ir, tm), obj, externals
+    # the external symbols, read off the declarations (parsing the whole module here would cost a
+    # parse more; the parts are parsed and verified where they are compiled)
+    functions, variables = jit.declared_symbols(ir_text)
+    jit.check_symbol_names(functions)
+    externals = sorted(set(functions) | set(variables))
+    # large modules: in parts, in parallel (backend/jit.py compile_split); the cache keeps all objects
+    objs, opt_ir = jit.compile_split(ir_text, tm, opt_level)
+    t2 = time.perf_counter()
+    with jit._llvm_lock:
+        engine = jit._engine_from_object(objs, tm)
+    compiled = jit.CompiledModule(engine, sigs, opt_ir, tm)
+    compiled.timings = {"llvm-translate": t1 - t0, "llvm-compile": t2 - t1,
+                        "llvm-load": time.perf_counter() - t2, "llvm-parts": float(len(objs))}
+    return compiled, jit.pack_objects(objs), externals
 
 
 def compile_mlir_text(

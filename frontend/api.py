@@ -763,13 +763,11 @@ def compile(  # noqa: A001 (the one obvious name)
             "error: cannot run a module given in the llvm dialect: the argument types are gone;"
             " start from graph- or mem-level IR"
         )
-    if slot is not None:
-        program = _compile_and_store(slot, module, found["metadata"], loaded, entry, inputs, outputs, remarks,
-                                     num_threads, param_types, params_file)
-    else:
-        program = jit(module, found["metadata"], params=loaded.params, num_threads=num_threads, cache=False)
+    program = _compile_and_store(slot, module, found["metadata"], loaded, entry, inputs, outputs, remarks,
+                                 num_threads, param_types, params_file)
     fn = _entry_callable(program, entry)
     t_end = time.perf_counter()
+    timings.update(getattr(program.engine, "timings", {}))  # llvm-translate, llvm-compile, llvm-load
     timings["jit"] = t_end - t_lower
     timings["total"] = t_end - t0
     return CompiledModel(fn, entry, inputs, outputs, remarks=remarks, timings=timings, program=program,
@@ -971,15 +969,26 @@ def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None)
                          source=meta.get("source", ""))
 
 
-def _compile_and_store(slot: _Slot, module: ModuleOp, metadata: Mapping[str, Any], loaded: Loaded, entry: str,
+def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[str, Any], loaded: Loaded, entry: str,
                        inputs: list[TensorSpec] | None, outputs: list[TensorSpec] | None, remarks: list[str],
                        num_threads: int | None, param_types: dict[str, list], params_file: str | None):
-    """LLVM-compile `module`, store the entry (weights first for ONNX), return the program."""
+    """LLVM-compile `module` (in parallel parts when large: runtime._codegen), store the entry (weights
+    first for ONNX) unless `slot` is None, return the program."""
     from minimlir.backend import cache as _cache
     from minimlir.backend import runtime
     from minimlir.frontend.params import save_params
+    from minimlir.passes import _llvm_ext
 
+    _llvm_ext.install_llvmlite_hooks()
     engine, obj, externals = runtime._codegen(module, 3)
+    if slot is None:
+        program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(loaded.params),
+                                       num_threads=num_threads)
+        if num_threads is not None:
+            from minimlir.backend import parallel
+
+            parallel.set_num_threads(num_threads)
+        return program
     meta: dict[str, Any] = {
         "api": API_CACHE_VERSION, "metadata": metadata, "externals": externals, "opt_level": 3,
         "entry": entry, "inputs": _spec_json(inputs), "outputs": _spec_json(outputs), "remarks": remarks,
@@ -1007,7 +1016,6 @@ def _compile_and_store(slot: _Slot, module: ModuleOp, metadata: Mapping[str, Any
         meta["params_file"] = params_file
     if stored:
         _cache.store(slot.directory, slot.key, obj, engine.llvm_ir, meta)
-    from minimlir.passes import _llvm_ext  # noqa: F401
 
     program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(loaded.params),
                                    num_threads=num_threads)

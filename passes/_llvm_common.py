@@ -189,11 +189,14 @@ def reconcile_casts(module: Operation) -> None:
 
     (xDSL's reconcile-unrealized-casts does not terminate on some chains through block
     arguments, so this is a small explicit version.)"""
+    # Only casts change (none is created or moved): iterate over them, in walk order, instead of
+    # walking the whole module once per round.
+    casts = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
     changed = True
     while changed:
         changed = False
-        for op in list(module.walk()):
-            if not isinstance(op, UnrealizedConversionCastOp) or op.parent is None:
+        for op in casts:
+            if op.parent is None:
                 continue
             ins = list(op.inputs)
             if all(not r.uses for r in op.results):

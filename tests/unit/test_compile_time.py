@@ -145,3 +145,50 @@ def test_shared_fusion_group_computes_what_unfused_code_does():
 
     (ref,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(fused(x)[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_split_llvm_compile_gives_identical_results(monkeypatch):
+    """A module compiled in parts (child processes, several objects in one engine) computes exactly
+    what the one-piece compile computes."""
+    from minimlir.backend import jit
+
+    model = _two_identical_blocks()
+    x = np.random.default_rng(4).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    whole = compile(model, cache=False)
+    assert jit.PART_MARKER not in whole.program.engine.llvm_ir
+    monkeypatch.setattr(jit, "SPLIT_MIN_BYTES", 0)
+    original = jit.compile_split
+    monkeypatch.setattr(jit, "compile_split", lambda text, tm, opt, parts=None: original(text, tm, opt, 2))
+    split = compile(model, cache=False)
+    assert jit.PART_MARKER in split.program.engine.llvm_ir
+    np.testing.assert_array_equal(split(x)[0], whole(x)[0])
+
+
+def test_split_ir_defines_every_function_once():
+    from minimlir.backend.jit import split_ir
+
+    ir = (
+        'target triple = "x86_64-unknown-linux-gnu"\n'
+        '@"c" = internal constant [2 x float] [float 1.0, float 2.0]\n'
+        'define internal void @"k"(ptr %".1")\n{\n.2:\n  call void @"GOMP_parallel"(ptr @"k_omp", ptr null, i32 0, i32 0)\n'
+        '  ret void\n}\n'
+        'define internal void @"k_omp"(ptr %".1")\n{\n.2:\n  ret void\n}\n'
+        'define internal void @"j"(ptr %".1")\n{\n.2:\n  ret void\n}\n'
+        'define i32 @"main"(ptr %".1")\n{\n.2:\n  call void @"k"(ptr %".1")\n  call void @"j"(ptr %".1")\n'
+        '  ret i32 0\n}\n'
+        'declare void @"GOMP_parallel"(ptr %".1", ptr %".2", i32 %".3", i32 %".4")\n'
+    )
+    parts = split_ir(ir, 2)
+    assert parts is not None and len(parts) == 2
+    defined = [ln.split("@")[1].split("(")[0] for p in parts for ln in p.splitlines() if ln.startswith("define")]
+    assert sorted(defined) == sorted(['"k"', '"k_omp"', '"j"', '"main"'])
+    # a kernel and the parallel body it references stay in one part
+    assert any('define internal void @"k_omp"' in p and '@"k"(' in p for p in parts)
+    import llvmlite.binding as llvm
+
+    from minimlir.backend import _target
+
+    _target.init_llvm()
+    for p in parts:
+        llvm.parse_assembly(p).verify()
+    assert split_ir(ir.replace("internal constant", "global"), 2) is None  # a shared global: one piece
