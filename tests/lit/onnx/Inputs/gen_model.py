@@ -44,7 +44,7 @@ def unsupported():
         h.make_node("Pad", ["x", "p"], ["c"], name="pad", mode="wrap"),
         h.make_node("Cast", ["x"], ["d"], name="cast", to=T.BFLOAT16),
     ]
-    inits = [nh.from_array(np.array([1, 1], np.int64), "p")]
+    inits = [nh.from_array(np.array([3, 3], np.int64), "p")]  # wrap by more than the dim
     return _model(nodes, [_vi("x", T.FLOAT, [2])], [_vi(o, T.FLOAT, None) for o in "bcd"], inits)
 
 
