@@ -61,6 +61,7 @@ class MatmulKnobs:
     kc: int = 256
     unroll_rows: bool = True
     accumulate_in_registers: bool = True
+    pack_b: bool = False  # copy B's kc x (nv*W) tile into a local buffer (cache_read); measured slower
     fma: bool = True
     parallel: bool = True
 
@@ -446,6 +447,21 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if not _attempt(kernel, main):
         return False
+    b_bufs = j_bufs - out_bufs
+    if k.pack_b and len(b_bufs) == 1:
+        (b_buf,) = b_bufs
+
+        def pack(s: Schedule) -> None:
+            # B's rows are N floats apart: pack the tile the k1 loop streams (kc x nv*W) once
+            # per j0 and reuse it for the mc/mr row blocks of i1
+            mb = s.get_block("matmul")
+            j0 = s.get_loops(mb)[len(mb.bindings) - 1]
+            copy = s.cache_read(mb, b_buf, j0, "matmul_pack_b")
+            inner = s.get_loops(copy)[-1]
+            s.vectorize(inner)
+            _mark_width(inner, W)
+
+        _attempt(kernel, pack)
     b = Schedule(kernel).get_block("matmul")
     if cfg.fuse_consumers:
         nb = len(b.bindings)

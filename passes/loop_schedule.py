@@ -42,6 +42,7 @@ class LoopSchedulePass(ModulePass):
     nv: int = 0
     mc: int = 0
     kc: int = 0
+    pack_b: bool = False
     conv_rw: int = 0
     conv_nv: int = 0
     parallel: bool = True
@@ -57,6 +58,7 @@ class LoopSchedulePass(ModulePass):
             nv=self.nv or m.nv,
             mc=self.mc or m.mc,
             kc=self.kc or m.kc,
+            pack_b=self.pack_b,
             parallel=self.parallel,
         )
         c = ConvKnobs()

@@ -9,6 +9,7 @@ import pytest
 import _legalize_harness as H
 import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
 from minimlir.passes import _default_schedule as D
+from minimlir.passes._pipelines import PIPELINES
 from minimlir.passes.loop_schedule import LoopSchedulePass, lower_scheduled
 
 native_ok, native_reason = H.native_status()
@@ -331,3 +332,23 @@ def test_single_trip_loops_are_inlined():
     want, got, _ = schedule_and_interpret(matmul_text(8, 4, 16), [rand(8, 4), rand(4, 16, seed=1)], width=16,
                                           cfg=D.ScheduleConfig(width=16, matmul=D.MatmulKnobs(mr=8, nv=1, mc=8)))
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mkn", [(7, 13, 5), (9, 17, 6), (8, 8, 8)])
+def test_matmul_packed_b_interpreted_same_as_unscheduled(mkn):
+    """The pack_b knob: B's kc x (nv*W) tile is copied into a local buffer per j0 (cache_read)."""
+    m, k, n = mkn
+    cfg = D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4, pack_b=True))
+    want, got, kinds = schedule_and_interpret(matmul_text(m, k, n), [rand(m, k), rand(k, n, seed=1)], cfg=cfg)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    mod = H.legalize(matmul_text(m, k, n))
+    D.schedule_module(mod, cfg)
+    assert "matmul_pack_b" in str(mod) and "memref<4x8xf32>" in str(mod)  # kc x nv*W
+
+
+@needs_native
+def test_matmul_packed_b_native():
+    pipeline = PIPELINES["compile"].pipeline.replace("loop-schedule,", "loop-schedule{pack_b=true kc=16},")
+    for m, k, n in [(70, 40, 50), (65, 33, 17)]:
+        a, b = rand(m, k), rand(k, n, seed=1)
+        np.testing.assert_allclose(_compile(matmul_text(m, k, n), pipeline).main(a, b), a @ b, rtol=1e-4, atol=1e-4)
