@@ -323,13 +323,15 @@ class LoopFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         prims = [f for f in op.ops if is_primitive(f)]
         members: set[str] = set()
+        # the calls of every primitive, in walk order, found in one walk (not one walk per primitive)
+        calls_of: dict[str, list[func.CallOp]] = {}
+        for c in op.walk():
+            if isinstance(c, func.CallOp):
+                calls_of.setdefault(c.callee.string_value(), []).append(c)
         for prim in prims:
             assert isinstance(prim, func.FuncOp)
             name = prim.sym_name.data
-            calls = [
-                c for c in op.walk()
-                if isinstance(c, func.CallOp) and c.callee.string_value() == name
-            ]
+            calls = calls_of.get(name, [])
             fuser = _Fuser(prim, op)
             kernel = fuser.build()
             members |= fuser.members
