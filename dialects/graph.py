@@ -1118,6 +1118,8 @@ class _Pool2dOp(IRDLOperation, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
+    # dilations first: the generic form prints defaulted properties in declaration order
+    dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     kernel = prop_def(DenseArrayBase.constr(i64))
     strides = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     pads = prop_def(DenseArrayBase.constr(i64), default_value=_ints((0, 0, 0, 0)))
@@ -1125,9 +1127,28 @@ class _Pool2dOp(IRDLOperation, ABC):
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
     traits = traits_def(Pure())
+    assembly_format = (
+        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
+        "attr-dict `:` type($input) `->` type($result)"
+    )
 
-    def _dilations(self) -> Sequence[int]:
-        return (1, 1)
+    def _build(self, input, kernel, strides, pads, dilations, ceil_mode, **extra: Attribute) -> None:
+        try:
+            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, dilations, ceil_mode)
+        except ShapeError as e:
+            raise VerifyException(str(e)) from e
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(shape, _elt(input))],
+            properties={
+                "kernel": _ints(kernel),
+                "strides": _ints(strides),
+                "pads": _ints(pads),
+                "dilations": _ints(dilations),
+                "ceil_mode": _bool(ceil_mode),
+                **extra,
+            },
+        )
 
     def verify_(self) -> None:
         _check_valid_shape(self)
@@ -1136,7 +1157,7 @@ class _Pool2dOp(IRDLOperation, ABC):
         if len(xs) != 4:
             raise VerifyException(f"input must have rank 4 (NCHW), got {format_shape(xs)}")
         kernel, strides, pads = self.kernel.get_values(), self.strides.get_values(), self.pads.get_values()
-        dilations = self._dilations()
+        dilations = self.dilations.get_values()
         _check_window_params(kernel, strides, pads, dilations)
         try:
             shape = pool2d_output_shape(xs, kernel, strides, pads, dilations, bool(self.ceil_mode))
@@ -1151,13 +1172,6 @@ class MaxPool2dOp(_Pool2dOp):
 
     name = "graph.max_pool2d"
 
-    dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
-
-    assembly_format = (
-        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
-        "attr-dict `:` type($input) `->` type($result)"
-    )
-
     def __init__(
         self,
         input: SSAValue,
@@ -1167,24 +1181,7 @@ class MaxPool2dOp(_Pool2dOp):
         dilations: Sequence[int] = (1, 1),
         ceil_mode: bool = False,
     ):
-        try:
-            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, dilations, ceil_mode)
-        except ShapeError as e:
-            raise VerifyException(str(e)) from e
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(shape, _elt(input))],
-            properties={
-                "kernel": _ints(kernel),
-                "strides": _ints(strides),
-                "pads": _ints(pads),
-                "dilations": _ints(dilations),
-                "ceil_mode": _bool(ceil_mode),
-            },
-        )
-
-    def _dilations(self) -> Sequence[int]:
-        return self.dilations.get_values()
+        self._build(input, kernel, strides, pads, dilations, ceil_mode)
 
 
 @irdl_op_definition
@@ -1194,12 +1191,6 @@ class AvgPool2dOp(_Pool2dOp):
     name = "graph.avg_pool2d"
 
     count_include_pad = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
-    dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
-
-    assembly_format = (
-        "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
-        "attr-dict `:` type($input) `->` type($result)"
-    )
 
     def __init__(
         self,
@@ -1211,25 +1202,8 @@ class AvgPool2dOp(_Pool2dOp):
         count_include_pad: bool = False,
         dilations: Sequence[int] = (1, 1),
     ):
-        try:
-            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, dilations, ceil_mode)
-        except ShapeError as e:
-            raise VerifyException(str(e)) from e
-        super().__init__(
-            operands=[input],
-            result_types=[_tensor(shape, _elt(input))],
-            properties={
-                "kernel": _ints(kernel),
-                "strides": _ints(strides),
-                "pads": _ints(pads),
-                "dilations": _ints(dilations),
-                "ceil_mode": _bool(ceil_mode),
-                "count_include_pad": _bool(count_include_pad),
-            },
-        )
-
-    def _dilations(self) -> Sequence[int]:
-        return self.dilations.get_values()
+        self._build(input, kernel, strides, pads, dilations, ceil_mode,
+                    count_include_pad=_bool(count_include_pad))
 
 
 class _GlobalPoolOp(IRDLOperation, ABC):
