@@ -23,7 +23,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop
 from minimlir.passes._diagnostics import emit_error
-from minimlir.passes._schedule import body_ops, const_index, emit, iconst, kernel_of, symbol_point
+from minimlir.passes._main_loop import add_main_loop, keep_remainder
+from minimlir.passes._schedule import body_ops, const_index, emit, iconst, kernel_of
 
 
 def unroll_loop(for_op: loop.ForOp) -> None:
@@ -47,20 +48,10 @@ def unroll_loop(for_op: loop.ForOp) -> None:
     for_op.properties.pop("unroll_factor", None)
     if factor == 1:
         return
-    if ub is not None:
-        main = ub - ub % factor
-        if main == 0:
-            return
-        main_end: SSAValue = iconst(kernel, main)
-        remainder = ub % factor != 0
-    else:
-        ip = symbol_point([for_op.ub], for_op)
-        rem = emit(arith.RemSIOp(for_op.ub, iconst(kernel, factor)), ip)
-        main_end = emit(arith.SubiOp(for_op.ub, rem), ip)
-        remainder = True
-    main_loop = loop.ForOp(for_op.lb, main_end, iconst(kernel, factor))
-    main_loop.location = for_op.location
-    Rewriter.insert_op(main_loop, InsertPoint.before(for_op))
+    split = add_main_loop(for_op, factor)
+    if split is None:
+        return
+    main_loop, remainder = split
     mip = InsertPoint.before(main_loop.body.block.last_op)  # type: ignore[arg-type]
     for k in range(factor):
         iv = main_loop.induction_var
@@ -69,11 +60,7 @@ def unroll_loop(for_op: loop.ForOp) -> None:
         vmap = {for_op.induction_var: iv}
         for op in body_ops(for_op):
             Rewriter.insert_op(op.clone(value_mapper=vmap), mip)
-    if remainder:
-        for_op.operands = [main_end, for_op.ub, for_op.step]
-    else:
-        for_op.detach()
-        for_op.erase()
+    keep_remainder(for_op, main_loop, remainder)
 
 
 @dataclass(frozen=True)

@@ -40,14 +40,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from minimlir.dialects import loop, mem
 from minimlir.passes._affine import affine_of
 from minimlir.passes._diagnostics import emit_error
+from minimlir.passes._main_loop import add_main_loop, keep_remainder
 from minimlir.passes._schedule import (
     body_ops,
     const_index,
     emit,
-    iconst,
-    kernel_of,
     loop_name,
-    symbol_point,
 )
 
 
@@ -160,7 +158,6 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
 
 
 def lower_vector_loop(for_op: loop.ForOp, width: int) -> None:
-    kernel = kernel_of(for_op)
     reason = vector_plan_error(for_op)
     if reason is not None:
         emit_error(reason[1] or for_op, f"cannot lower vectorize loop: {reason[0]}")
@@ -169,32 +166,16 @@ def lower_vector_loop(for_op: loop.ForOp, width: int) -> None:
     from xdsl.dialects.builtin import StringAttr
 
     for_op.properties["kind"] = StringAttr("serial")
-    ub = for_op.ub
-    extent = const_index(ub)
-    if extent is not None:
-        main = extent - extent % width
-        if main == 0:
-            return  # shorter than one vector: stays scalar
-        main_end = iconst(kernel, main)
-        remainder = extent % width != 0
-    else:
-        ip = symbol_point([ub], for_op)
-        rem = emit(arith.RemSIOp(ub, iconst(kernel, width)), ip)
-        main_end = emit(arith.SubiOp(ub, rem), ip)
-        remainder = True
-    vloop = loop.ForOp(for_op.lb, main_end, iconst(kernel, width))
-    vloop.location = for_op.location
-    Rewriter.insert_op(vloop, InsertPoint.before(for_op))
+    split = add_main_loop(for_op, width)
+    if split is None:
+        return  # shorter than one vector: stays scalar
+    vloop, remainder = split
     vmap: dict[SSAValue, SSAValue] = {for_op.induction_var: vloop.induction_var}
     vip = InsertPoint.before(vloop.body.block.last_op)  # type: ignore[arg-type]
     for op in body_ops(for_op):
         Rewriter.insert_op(op.clone(value_mapper=vmap), vip)
     _vectorize_body(vloop, width)
-    if remainder:
-        for_op.operands = [main_end, for_op.ub, for_op.step]
-    else:
-        for_op.detach()
-        for_op.erase()
+    keep_remainder(for_op, vloop, remainder)
 
 
 @dataclass(frozen=True)
