@@ -112,8 +112,12 @@ def outline(for_op: loop.ForOp, name: str) -> func.FuncOp:
         body.add_op(c)
         vmap[v] = c.results[0]
     vmap[for_op.step] = step
+    # Move the body (not a clone of it: the loop is erased below) and rewire its captured values.
     region = Region()
-    for_op.body.clone_into(region, value_mapper=vmap)
+    for_op.body.move_blocks(region)
+    inside = set(region.walk())
+    for v, new in vmap.items():
+        v.replace_uses_with_if(new, lambda use: use.operation in inside)
     new_loop = loop.ForOp(lo, hi, step, region)
     new_loop.location = for_op.location
     body.add_op(new_loop)
