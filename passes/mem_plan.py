@@ -189,12 +189,7 @@ class _FunctionPlanner:
     def _lifetime(self, alloc: mem.AllocOp) -> tuple[int, int] | None:
         """[alloc, last use] in op indices, None if the buffer escapes through func.return."""
         end = self.order[alloc]
-        work, seen = [alloc.result], set[SSAValue]()
-        while work:
-            v = work.pop()
-            if v in seen:
-                continue
-            seen.add(v)
+        for v in self._aliases(alloc.result):
             for use in v.uses:
                 user = use.operation
                 if isinstance(user, mem.DimOp | mem.DeallocOp):
@@ -204,10 +199,10 @@ class _FunctionPlanner:
                 top = self.block.find_ancestor_op_in_block(user)
                 if top is not None:
                     end = max(end, self.order[top])
-                work.extend(r for r in user.results if isinstance(r.type, MemRefType))
         return (self.order[alloc], end)
 
     def _aliases(self, value: SSAValue) -> set[SSAValue]:
+        """`value` and every memref result of a user of an alias (mem.view, mem.slot, …)."""
         out, work = set[SSAValue](), [value]
         while work:
             v = work.pop()
