@@ -712,6 +712,17 @@ def emit_squeeze(n: NodeView) -> list:
     return [cx.reshape(cx.ssa(x), dims)]
 
 
+def _flatten_dims(cx: Importer, dims, axis: int) -> tuple[int | SSAValue, int | SSAValue]:
+    """(prod(dims[:axis]), prod(dims[axis:])): the 2-D shape Flatten and legacy Softmax use."""
+    a: int | SSAValue = 1
+    b: int | SSAValue = 1
+    for d in dims[:axis]:
+        a = cx.iarith("mul", a, d)
+    for d in dims[axis:]:
+        b = cx.iarith("mul", b, d)
+    return a, b
+
+
 @onnx_op("Flatten")
 def emit_flatten(n: NodeView) -> list:
     """Flatten(x, axis) -> graph.reshape to (prod(dims[:axis]), prod(dims[axis:]))."""
@@ -719,13 +730,7 @@ def emit_flatten(n: NodeView) -> list:
     x = n.input(0)
     axis = int(n.attr("axis", 1))
     axis = axis + x.rank if axis < 0 else axis
-    dims = cx.dims(x)
-    a: int | SSAValue = 1
-    b: int | SSAValue = 1
-    for d in dims[:axis]:
-        a = cx.iarith("mul", a, d)
-    for d in dims[axis:]:
-        b = cx.iarith("mul", b, d)
+    a, b = _flatten_dims(cx, cx.dims(x), axis)
     return [cx.reshape(cx.ssa(x), [a, b])]
 
 
@@ -1268,12 +1273,7 @@ def emit_softmax(n: NodeView) -> list:
     if axis == rank - 1:
         return [cx.emit1(cls(x, axis))]
     dims = cx.dims(x)
-    a: int | SSAValue = 1
-    b: int | SSAValue = 1
-    for d in dims[:axis]:
-        a = cx.iarith("mul", a, d)
-    for d in dims[axis:]:
-        b = cx.iarith("mul", b, d)
+    a, b = _flatten_dims(cx, dims, axis)
     y = cx.emit1(cls(cx.reshape(x, [a, b]), 1))
     return [cx.reshape(y, dims)]
 
