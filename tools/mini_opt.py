@@ -25,8 +25,9 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from io import StringIO
+from types import ModuleType
 from typing import IO, NoReturn
 
 from xdsl.context import Context
@@ -75,21 +76,27 @@ def _modules(package_name: str):
         yield importlib.import_module(f"{package_name}.{info.name}")
 
 
+def _passes_defined_in(module: ModuleType) -> Iterator[type[ModulePass]]:
+    """Every concrete, named ModulePass class defined (not imported) in `module`."""
+    for obj in vars(module).values():
+        if (
+            inspect.isclass(obj)
+            and issubclass(obj, ModulePass)
+            and obj.__module__ == module.__name__
+            and not inspect.isabstract(obj)
+            and isinstance(getattr(obj, "name", None), str)
+        ):
+            yield obj
+
+
 def our_passes() -> dict[str, type[ModulePass]]:
     """Every concrete ModulePass defined in minimlir.passes, by pass name."""
     found: dict[str, type[ModulePass]] = {}
     for module in _modules("minimlir.passes"):
-        for obj in vars(module).values():
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, ModulePass)
-                and obj.__module__ == module.__name__
-                and not inspect.isabstract(obj)
-                and isinstance(getattr(obj, "name", None), str)
-            ):
-                if obj.name in found and found[obj.name] is not obj:
-                    raise RuntimeError(f"pass '{obj.name}' is defined twice")
-                found[obj.name] = obj
+        for obj in _passes_defined_in(module):
+            if obj.name in found and found[obj.name] is not obj:
+                raise RuntimeError(f"pass '{obj.name}' is defined twice")
+            found[obj.name] = obj
     return found
 
 
@@ -339,15 +346,8 @@ class MiniOptMain(xDSLOptMain):
                 spec.loader.exec_module(module)
             except Exception as e:
                 raise PipelineError(f"--load-pass-plugin: failed to load '{path}': {type(e).__name__}: {e}") from None
-            for obj in vars(module).values():
-                if (
-                    inspect.isclass(obj)
-                    and issubclass(obj, ModulePass)
-                    and obj.__module__ == module.__name__
-                    and not inspect.isabstract(obj)
-                    and isinstance(getattr(obj, "name", None), str)
-                ):
-                    self.register_pass(obj.name, lambda c=obj: c)
+            for obj in _passes_defined_in(module):
+                self.register_pass(obj.name, lambda c=obj: c)
 
     # -- listing -----------------------------------------------------------------------------------------
 
