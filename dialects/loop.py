@@ -84,6 +84,13 @@ def _ensure_yield(region: Region) -> None:
             block.add_op(YieldOp())
 
 
+def _print_body(printer: Printer, region: Region) -> None:
+    """`{ … }` without the entry block's arguments (the op's syntax names them) or its loop.yield."""
+    printer.print_region(
+        region, print_entry_block_args=False, print_empty_block=False, print_block_terminators=False
+    )
+
+
 def _as_region(body: Region | Block | Sequence[Operation] | None, nargs: int) -> Region:
     if body is None:
         return Region(Block(arg_types=[IndexType()] * nargs))
@@ -167,12 +174,7 @@ class ForOp(IRDLOperation):
                 printer.print_string(" unroll_factor")  # invalid IR, still printable
             printer.print_string(f"({self.unroll_factor.value.data})")
         printer.print_string(" ")
-        printer.print_region(
-            self.body,
-            print_entry_block_args=False,
-            print_empty_block=False,
-            print_block_terminators=False,
-        )
+        _print_body(printer, self.body)
         printer.print_op_attributes(self.attributes)
 
     @classmethod
@@ -312,12 +314,7 @@ class BlockOp(IRDLOperation):
         printer.print_string(") [")
         printer.print_string(", ".join(self.kinds))
         printer.print_string("] ")
-        printer.print_region(
-            self.body,
-            print_entry_block_args=False,
-            print_empty_block=False,
-            print_block_terminators=False,
-        )
+        _print_body(printer, self.body)
         if self.has_init:
             # The init region's arguments are other SSA values that carry the same meaning:
             # print them under the body's names (the syntax declares the names once).
@@ -325,12 +322,7 @@ class BlockOp(IRDLOperation):
             for body_arg, init_arg in zip(args, self.init.block.args):
                 names[init_arg] = names[body_arg]
             printer.print_string(" init ")
-            printer.print_region(
-                self.init,
-                print_entry_block_args=False,
-                print_empty_block=False,
-                print_block_terminators=False,
-            )
+            _print_body(printer, self.init)
         printer.print_op_attributes(self.attributes)
 
     @classmethod
