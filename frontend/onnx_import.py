@@ -503,13 +503,7 @@ class Importer:
     def reshape(self, x: SSAValue, dims: Sequence[int | SSAValue]) -> SSAValue:
         from minimlir.dialects import graph
 
-        shape = [d if isinstance(d, int) else DYNAMIC for d in dims]
-        if list(x.type.get_shape()) == shape and all(d >= 0 for d in shape):
-            return x
-        t = TensorType(x.type.get_element_type(), shape)
-        y = self.emit1(graph.ReshapeOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
-        self._remember_dims(y, dims)
-        return y
+        return self._to_dims(graph.ReshapeOp, x, dims)
 
     def _remember_dims(self, y: SSAValue, dims: Sequence[int | SSAValue]) -> None:
         """The dynamic dims of a result we built are known SSA values: `dims(y)` reuses them."""
@@ -520,11 +514,16 @@ class Importer:
     def broadcast_to(self, x: SSAValue, dims: Sequence[int | SSAValue]) -> SSAValue:
         from minimlir.dialects import graph
 
+        return self._to_dims(graph.BroadcastToOp, x, dims)
+
+    def _to_dims(self, op_cls, x: SSAValue, dims: Sequence[int | SSAValue]) -> SSAValue:
+        """`op_cls(x)` (graph.reshape or graph.broadcast_to) with result dims `dims`, an SSA
+        value per run-time dim; `x` itself when it already has that static shape."""
         shape = [d if isinstance(d, int) else DYNAMIC for d in dims]
         if list(x.type.get_shape()) == shape and all(d >= 0 for d in shape):
             return x
         t = TensorType(x.type.get_element_type(), shape)
-        y = self.emit1(graph.BroadcastToOp(x, t, dims=[d for d in dims if not isinstance(d, int)]))
+        y = self.emit1(op_cls(x, t, dims=[d for d in dims if not isinstance(d, int)]))
         self._remember_dims(y, dims)
         return y
 
