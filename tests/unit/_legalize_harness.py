@@ -24,6 +24,7 @@ API (keep it stable: other test files import it):
       in place; returns them).
   native_status() -> (bool, reason)
   assert_outputs(actual, expected, rtol=1e-5, atol=1e-6)   dtype + shape + values
+  tensor_type((2, None), "i32", dynamic=()) -> "tensor<2x?xi32>"   (None or an index in `dynamic` is `?`)
 
 The interpreter computes in the IR's element types (np.float32 scalars for f32, ...), so results
 match native code up to libm differences. Fresh buffers (kernel outputs, mem.alloc) are poisoned
@@ -64,6 +65,12 @@ BACKENDS = ["interp", "native"]
 
 # --------------------------------------------------------------------------------------------
 # Types
+
+
+def tensor_type(shape: Sequence[int | None], elt: str = "f32", dynamic: Sequence[int] = ()) -> str:
+    """The MLIR spelling of a tensor type; a dim that is None or whose index is in `dynamic` is `?`."""
+    dims = ["?" if d is None or i in dynamic else str(d) for i, d in enumerate(shape)]
+    return f"tensor<{'x'.join(dims + [elt])}>"
 
 
 def np_dtype(t: Attribute) -> np.dtype:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph
+from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as tt
 
 from minimlir.dialects import graph, mem
 from minimlir.passes._affine import indices_of
@@ -15,11 +15,6 @@ INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def tt(shape, elt="f32", dynamic=()):
-    dims = ["?" if i in dynamic else str(d) for i, d in enumerate(shape)]
-    return f"tensor<{'x'.join(dims + [elt])}>"
 
 
 def one_op(args, results, body):

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph
+from _legalize_harness import (
+    BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph, tensor_type as tt,
+)
 
 from minimlir.dialects import graph, loop
 
@@ -19,10 +21,6 @@ def randn(*shape, dtype=np.float32):
 
 def randint(*shape, lo=-9, hi=10, dtype=np.int32):
     return RNG.integers(lo, hi, size=shape).astype(dtype)
-
-
-def tt(shape, elt="f32") -> str:
-    return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in shape) + elt + ">"
 
 
 def binary_fn(op, a_shape, b_shape, out_shape, elt="f32", out_elt=None, attrs=""):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph
+from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as ttype
 
 from minimlir.dialects import loop
 
@@ -19,11 +19,6 @@ RNG = np.random.default_rng(7)
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def ttype(shape, elt="f32", dynamic=()):
-    dims = ["?" if i in dynamic else str(d) for i, d in enumerate(shape)]
-    return f"tensor<{'x'.join(dims + [elt])}>"
 
 
 def func_text(args, result, body):

@@ -3,7 +3,9 @@ rounded once to the element type)."""
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph
+from _legalize_harness import (
+    BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph, tensor_type as tt,
+)
 
 from minimlir.dialects import loop, mem
 
@@ -12,10 +14,6 @@ RNG = np.random.default_rng(99)
 
 def randn(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def tt(shape, elt="f32") -> str:
-    return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in shape) + elt + ">"
 
 
 def dyn(shape, mask):
