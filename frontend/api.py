@@ -689,7 +689,8 @@ def compile(  # noqa: A001 (the one obvious name)
 
     `entry`: the function to run (default: ONNX `main`, or the module's only public function).
     `num_threads`: threads for parallel loops. `dump_ir`: a folder receiving the IR after every pass.
-    `cache`: the disk compile cache (True, a folder, or False; see the module docstring). `pipeline`: a pass pipeline replacing the default (`compile`).
+    `cache`: the disk compile cache (True, a folder, or False; see the module docstring).
+    `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
     """
@@ -821,7 +822,11 @@ def _model_identity(model: Any) -> list[str] | None:
     import onnx
 
     if isinstance(model, onnx.ModelProto):
-        return ["onnx-proto", hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()]
+        try:
+            data = model.SerializeToString(deterministic=True)
+        except Exception:  # e.g. a proto over protobuf's 2 GiB limit
+            return None
+        return ["onnx-proto", hashlib.sha256(data).hexdigest()]
     if isinstance(model, bytes):
         return ["onnx-bytes", hashlib.sha256(model).hexdigest()]
     if isinstance(model, ModuleOp):
@@ -909,9 +914,8 @@ def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -
             weights = dict(load_params(_params_path(slot)))
         except (OSError, ParamsFormatError, ValueError):
             return None
-        if params is not None:
-            base = Path(model).parent if isinstance(model, (str, os.PathLike)) else None
-            weights.update(_load_params(params, base, None))
+        if params is not None and isinstance(model, (str, os.PathLike)):  # as load(): a path's overrides
+            weights.update(_load_params(params, Path(model).parent, None))
         return weights
     base = Path(model).parent if isinstance(model, (str, os.PathLike)) and not (
         isinstance(model, str) and _looks_like_mlir_text(model)) else None
