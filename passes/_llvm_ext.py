@@ -236,39 +236,37 @@ class SelectOp(IRDLOperation):
 # ---------------------------------------------------------------- intrinsics
 
 
-class _FloatUnaryIntrinsic(IRDLOperation):
-    T: ClassVar = VarConstraint("T", _FLOAT_OR_VEC)
-    input = operand_def(T)
-    res = result_def(T)
+class _FastMathIntrinsic(IRDLOperation):
+    """Shared base: a pure intrinsic in the generic `(operands) : (…) -> …` form with fastmath flags."""
+
     fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
     traits = traits_def(Pure())
     assembly_format = _INTR_FORMAT
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, input: SSAValue | Operation, fast_math=None):
+    def _build(self, operands: list, result_type: Attribute, fast_math) -> None:
         super().__init__(
-            operands=[input],
-            result_types=[SSAValue.get(input).type],
-            properties={"fastmathFlags": _fm(fast_math)},
+            operands=operands, result_types=[result_type], properties={"fastmathFlags": _fm(fast_math)}
         )
 
 
-class _FloatBinaryIntrinsic(IRDLOperation):
+class _FloatUnaryIntrinsic(_FastMathIntrinsic):
+    T: ClassVar = VarConstraint("T", _FLOAT_OR_VEC)
+    input = operand_def(T)
+    res = result_def(T)
+
+    def __init__(self, input: SSAValue | Operation, fast_math=None):
+        self._build([input], SSAValue.get(input).type, fast_math)
+
+
+class _FloatBinaryIntrinsic(_FastMathIntrinsic):
     T: ClassVar = VarConstraint("T", _FLOAT_OR_VEC)
     lhs = operand_def(T)
     rhs = operand_def(T)
     res = result_def(T)
-    fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
-    traits = traits_def(Pure())
-    assembly_format = _INTR_FORMAT
-    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, fast_math=None):
-        super().__init__(
-            operands=[lhs, rhs],
-            result_types=[SSAValue.get(lhs).type],
-            properties={"fastmathFlags": _fm(fast_math)},
-        )
+        self._build([lhs, rhs], SSAValue.get(lhs).type, fast_math)
 
 
 class _IntBinaryIntrinsic(IRDLOperation):
@@ -326,7 +324,7 @@ class FMinimumOp(_FloatBinaryIntrinsic):
 
 
 @irdl_op_definition
-class FMulAddOp(IRDLOperation):
+class FMulAddOp(_FastMathIntrinsic):
     """a*b+c, fused if the target has a fast FMA (may round twice otherwise)."""
 
     name = "llvm.intr.fmuladd"
@@ -336,21 +334,13 @@ class FMulAddOp(IRDLOperation):
     b = operand_def(T)
     c = operand_def(T)
     res = result_def(T)
-    fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
-    traits = traits_def(Pure())
-    assembly_format = _INTR_FORMAT
-    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, a, b, c, fast_math=None):
-        super().__init__(
-            operands=[a, b, c],
-            result_types=[SSAValue.get(a).type],
-            properties={"fastmathFlags": _fm(fast_math)},
-        )
+        self._build([a, b, c], SSAValue.get(a).type, fast_math)
 
 
 @irdl_op_definition
-class FPowIOp(IRDLOperation):
+class FPowIOp(_FastMathIntrinsic):
     """x ** n for an i32 exponent."""
 
     name = "llvm.intr.powi"
@@ -359,17 +349,9 @@ class FPowIOp(IRDLOperation):
     val = operand_def(T)
     power = operand_def(IntegerType)
     res = result_def(T)
-    fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
-    traits = traits_def(Pure())
-    assembly_format = _INTR_FORMAT
-    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, val, power, fast_math=None):
-        super().__init__(
-            operands=[val, power],
-            result_types=[SSAValue.get(val).type],
-            properties={"fastmathFlags": _fm(fast_math)},
-        )
+        self._build([val, power], SSAValue.get(val).type, fast_math)
 
 
 @irdl_op_definition
@@ -421,24 +403,16 @@ class AbsOp(IRDLOperation):
         )
 
 
-class _VectorReduceIntrinsic(IRDLOperation):
+class _VectorReduceIntrinsic(_FastMathIntrinsic):
     """(vector<NxT>) -> T, no start value."""
 
     vector = operand_def(VectorType)
     res = result_def()
-    fastmathFlags = prop_def(FastMathAttr, default_value=FastMathAttr(None))
-    traits = traits_def(Pure())
-    assembly_format = _INTR_FORMAT
-    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, vector: SSAValue | Operation, fast_math=None):
         vt = SSAValue.get(vector).type
         assert isinstance(vt, VectorType)
-        super().__init__(
-            operands=[vector],
-            result_types=[vt.element_type],
-            properties={"fastmathFlags": _fm(fast_math)},
-        )
+        self._build([vector], vt.element_type, fast_math)
 
 
 @irdl_op_definition
