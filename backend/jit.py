@@ -19,7 +19,8 @@ functions are grouped (a kernel with the parallel bodies it references stays tog
 functions are a group of their own), the groups are packed into one part per core by size, and the
 parts are optimized and code-generated at once, one in this process and the others in child
 processes (backend/_llvm_worker.py: llvmlite's C API calls hold one process-wide lock, so threads
-would not run in parallel). All objects are loaded into one MCJIT engine. A function called from
+would not run in parallel; a part whose child fails is compiled here). MINIMLIR_LLVM_JOBS=n sets the
+number of parts (1: no split; default: the cores this process may use). All objects are loaded into one MCJIT engine. A function called from
 another part gets external linkage there (so it is no longer inlined across parts); the code of
 every function is otherwise what the whole module gives.
 """
@@ -244,7 +245,7 @@ def _engine_from_object(obj: bytes | list[bytes], tm: llvm.TargetMachine) -> llv
 
 PART_MARKER = "\n; ---- minimlir: next part ----\n"
 _OBJS_MAGIC = b"MMLOBJS1"
-SPLIT_MIN_BYTES = 1_000_000
+SPLIT_MIN_BYTES = 300_000
 """Modules with less LLVM IR text than this compile in one piece (a child process costs ~0.3 s)."""
 
 _DEFINE = re.compile(r'define\s+(?:(internal|private)\s+)?.*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
@@ -355,7 +356,11 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
     """Optimize and code-generate `ir_text` in parts in parallel: (objects, optimized IR of the parts
     joined by PART_MARKER). One part (no child process) when the module is small or one core."""
     if parts is None:
-        parts = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        env = os.environ.get("MINIMLIR_LLVM_JOBS", "")
+        if env.isdigit() and int(env) > 0:
+            parts = int(env)
+        else:
+            parts = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     pieces = split_ir(ir_text, parts) if parts > 1 and len(ir_text) >= SPLIT_MIN_BYTES else None
     if pieces is None or len(pieces) < 2:
         with _llvm_lock:
@@ -364,9 +369,12 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
             return [tm.emit_object(mod)], str(mod)
     cmd = [sys.executable, "-m", "minimlir.backend._llvm_worker", _target.host_triple(), _target.host_cpu(),
            _target.host_features(), str(opt_level)]
+    # the child finds minimlir (and llvmlite) where this process does, installed or not
+    child_env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     children = []
     for piece in pieces[1:]:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=child_env)
         writer = threading.Thread(target=_feed, args=(proc, piece.encode()), daemon=True)
         writer.start()
         children.append((proc, writer))
@@ -384,9 +392,13 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
             err = proc.stderr.read()  # small: a traceback at most
             proc.wait()
             if proc.returncode != 0 or len(out) < 16:
-                results[k] = None
-                first_error = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-                raise CompileError(f"LLVM compilation of part {k} failed: {first_error[0]}")
+                # the child could not run (or LLVM rejected the part): compile the part here, so
+                # invalid IR raises CompileError as it would without the split
+                with _llvm_lock:
+                    mod = parse_ir(pieces[k])
+                    optimize(mod, tm, opt_level)
+                    results[k] = (tm.emit_object(mod), str(mod))
+                continue
             n = int.from_bytes(out[:8], "little")
             obj = out[8 : 8 + n]
             m = int.from_bytes(out[8 + n : 16 + n], "little")

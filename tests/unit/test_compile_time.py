@@ -192,3 +192,18 @@ def test_split_ir_defines_every_function_once():
     for p in parts:
         llvm.parse_assembly(p).verify()
     assert split_ir(ir.replace("internal constant", "global"), 2) is None  # a shared global: one piece
+
+
+def test_failed_child_part_is_compiled_in_process(monkeypatch):
+    """A part whose child process cannot run is compiled here: same objects, same results."""
+    from minimlir.backend import jit
+
+    model = _two_identical_blocks()
+    x = np.random.default_rng(5).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    whole = compile(model, cache=False)
+    monkeypatch.setattr(jit, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setenv("MINIMLIR_LLVM_JOBS", "2")
+    monkeypatch.setattr(jit.sys, "executable", "/bin/false")
+    split = compile(model, cache=False)
+    assert split.timings["llvm-parts"] == 2
+    np.testing.assert_array_equal(split(x)[0], whole(x)[0])
