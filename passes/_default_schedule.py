@@ -426,6 +426,16 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     W = fit_width(blk, W, buffers=out_bufs | j_bufs)
     if W == 0:
         return False
+    # exact register tiles where a static extent allows it (a guarded tile loop has a dynamic
+    # trip count, and its accumulator falls back to memory): the largest mr' <= mr dividing M
+    # and nv' <= nv dividing N / W, unless that would halve the tile
+    loops0 = _direct_loops(blk)
+    m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
+    if m_ext is not None and m_ext % mr:
+        d = _largest_divisor(m_ext, mr)
+        mr = d if 2 * d > mr else mr
+    if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
+        nv = _largest_divisor(n_ext // W, nv)
     mc = max(mr, (k.mc // mr) * mr)
 
     def main(s: Schedule) -> None:

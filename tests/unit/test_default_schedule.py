@@ -352,3 +352,12 @@ def test_matmul_packed_b_native():
     for m, k, n in [(70, 40, 50), (65, 33, 17)]:
         a, b = rand(m, k), rand(k, n, seed=1)
         np.testing.assert_allclose(_compile(matmul_text(m, k, n), pipeline).main(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_register_tile_adapts_to_static_extents():
+    """M = 63: mr 8 -> 7 (divides M, no guarded row loop); N = 48 = 3 vectors: nv 2 -> 1."""
+    m = H.legalize(matmul_text(63, 10, 48))
+    assert D.schedule_module(m, D.ScheduleConfig(width=16)) == {"matmul_0": "matmul"}
+    assert "memref<7x16xf32>" in str(m)  # the accumulator tile mr x nv*W
+    want, got, _ = schedule_and_interpret(matmul_text(63, 10, 48), [rand(63, 10), rand(10, 48, seed=1)], width=16)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
