@@ -2,6 +2,7 @@
 
     python benchmarks/matmul.py                  # sizes 256 512 1024, 1 thread and all cores
     python benchmarks/matmul.py --sizes 1024 --reps 10 --threads 1
+    python benchmarks/matmul.py --sizes 65x33x17,63x64x48 --threads 1   # M x K x N (ragged tiles)
 
 NumPy runs in a subprocess per thread count with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
 MKL_NUM_THREADS set and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed from its environment
@@ -144,30 +145,30 @@ def main(argv: list[str] | None = None) -> None:
     from minimlir.backend import parallel
     from minimlir.backend.runtime import compile_mlir_text
 
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [[int(d) for d in s.split("x")] * (3 if "x" not in s else 1) for s in args.sizes.split(",")]
     threads = thread_counts(args.threads)
-    cases = [{"kind": "matmul", "mkn": [n, n, n], "reps": args.reps} for n in sizes]
+    cases = [{"kind": "matmul", "mkn": mkn, "reps": args.reps} for mkn in sizes]
     ref: dict[int, list[float]] = {}
     blas = ""
     for t in threads:
         blas, ref[t] = numpy_gflops(cases, t)
     rows = []
-    for i, n in enumerate(sizes):
-        prog = compile_mlir_text(matmul_text(n, n, n), pipeline=args.pipeline)
+    for i, (m, k, n) in enumerate(sizes):
+        prog = compile_mlir_text(matmul_text(m, k, n), pipeline=args.pipeline)
         rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n), dtype=np.float32)
-        b = rng.standard_normal((n, n), dtype=np.float32)
-        out = np.empty((n, n), np.float32)
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        out = np.empty((m, n), np.float32)
         prog.main(a, b, out=out)
         err = float(np.abs(out - a @ b).max())
-        assert err < 1e-2 * np.sqrt(n), f"wrong result (max error {err})"
+        assert err < 1e-2 * np.sqrt(k), f"wrong result (max error {err})"
         per_t = []
         for t in threads:
             parallel.set_num_threads(t)
             sec = time_min(lambda: prog.main(a, b, out=out), args.reps)
-            per_t.append((2.0 * n**3 / sec / 1e9, ref[t][i]))
+            per_t.append((2.0 * m * n * k / sec / 1e9, ref[t][i]))
         parallel.set_num_threads(0)
-        rows.append((f"matmul {n}x{n}x{n}", per_t))
+        rows.append((f"matmul {m}x{k}x{n}", per_t))
     print(f"numpy BLAS: {blas}; cores: {parallel.cpu_count()}; load average: {os.getloadavg()[0]:.1f}")
     print_table("GFLOP/s (higher is better); ratio = minimlir / numpy", rows, threads)
 
