@@ -9,18 +9,26 @@ Per kernel, the first matching rule applies (block names are the legalizer's, se
 passes/graph_legalize.py):
 
   * matmul (block "matmul", loops [batch…, i, j, k], one reduce var last): register blocking
+    (mr, nv shrink to divisors of static M, N/W when that keeps at least half the tile)
         i -> (i0, i1, i2) = (·, mc/mr, mr)    j -> (j0, j1, j2) = (·, nv, W)    k -> (k0, k1) = (·, kc)
         order  i0 k0 j0 i1 k1 i2 j1 j2     i0 parallel, i2 j1 unrolled, j2 vector (W lanes)
     the init is hoisted in front of k0 (decompose-reduction), so the k1 loop body is mr·nv
     vector FMAs on an accumulator tile LLVM keeps in registers; elementwise consumers fused into
     the kernel are computed per i0 row block (reverse-compute-at), then vectorized.
-  * conv2d (block "conv2d", loops n co oh ow ci kh kw): ow -> (ow0, ow1) with ow1 = W when the
-    input reads along ow are unit-stride (vector), co -> (co0, co1 = cr) unrolled, reduction
-    (ci, kh, kw) inside; n·co0 parallel; init hoisted; consumers per co0 tile.
+  * conv2d (block "conv2d", loops n co oh ow ci kh kw, group 1, W | CO static): output channels
+    in vectors (TVM's NCHWc x86 schedule). The weights are packed into [co0][ci][kh][kw][nv*W]
+    panels and the input into a zero-padded local copy (no clamp/select left in the tile), then
+        co -> (co0, cj, cw) = (·, nv, W)      ow -> (ow0, ow1) = (·, rw' | OW, rw' <= rw)
+        order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
+    an rw' x nv*W accumulator tile stays in registers over the whole reduction; the bias init is
+    forwarded into the accumulator (conv2d_acc_in). Stride and dilation only change the
+    broadcast addresses. Other convs (grouped, depthwise, CO not a multiple of 4): reduction
+    outside the output row, init hoisted, co parallel.
   * anything else: parallelize the outermost loop that legally can be (per top-level nest),
     vectorize the innermost loop when legal (and long enough).
 
-Every step is tried under a snapshot: a primitive the kernel refuses (ScheduleError) leaves the
+Parallel loops get a step constant of their own (_private_parallel_steps: loop-outline-parallel
+maps the step value into the outlined body). Every step is tried under a snapshot: a primitive the kernel refuses (ScheduleError) leaves the
 IR as it was and the heuristics fall back, so any kernel stays correct.
 """
 

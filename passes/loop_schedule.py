@@ -3,6 +3,7 @@ then (unless `lower=false`) lower what it marked: loop-lower-unroll, loop-lower-
 
     mini-opt k.mlir -p 'loop-schedule'                          # host vector width
     mini-opt k.mlir -p 'loop-schedule{width=8 mr=4 nv=2 lower=false}'
+    mini-opt k.mlir -p 'loop-schedule{conv_rw=7 conv_nv=2 pack_b=true}'
 
 Options are the most useful knobs of `ScheduleConfig`; 0 means "the default" (width 0: 16 on
 AVX-512, 8 on AVX2). Kernels the heuristics do not recognise get the generic schedule
