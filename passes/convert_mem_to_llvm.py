@@ -105,6 +105,10 @@ from minimlir.passes._memref_abi import (
 
 PTR = llvm.LLVMPointerType()
 NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+# The property llvm.MulOp/AddOp store for NSW, built once (the ops would build a new IntegerAttr
+# from the OverflowAttr on every construction: a tenth of this pass on DenseNet).
+_NSW_FLAGS = IntegerAttr(NSW.to_int(), 32)
+_CONST_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}  # attributes are immutable: share them
 
 Dim = SSAValue | int  # an i64 value, or a static size
 _PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SlotOp)
@@ -121,7 +125,10 @@ class _Emitter:
         return op
 
     def const(self, value: int, typ: Attribute = i64) -> SSAValue:
-        return self(llvm.ConstantOp(IntegerAttr(value, typ), typ)).results[0]
+        attr = _CONST_ATTRS.get((value, typ))
+        if attr is None:
+            attr = _CONST_ATTRS[(value, typ)] = IntegerAttr(value, typ)
+        return self(llvm.ConstantOp(attr, typ)).results[0]
 
     def value(self, d: Dim) -> SSAValue:
         return self.const(d) if isinstance(d, int) else d
@@ -137,7 +144,7 @@ class _Emitter:
             return b
         if b == 1:
             return a
-        return self(llvm.MulOp(self.value(a), self.value(b), overflow=NSW)).results[0]
+        return self(llvm.MulOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
 
     def add(self, a: Dim, b: Dim) -> Dim:
         if isinstance(a, int) and isinstance(b, int):
@@ -146,7 +153,7 @@ class _Emitter:
             return b
         if b == 0:
             return a
-        return self(llvm.AddOp(self.value(a), self.value(b), overflow=NSW)).results[0]
+        return self(llvm.AddOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
 
     def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:
         flag = IntegerAttr(llvm.ICmpPredicateFlag(pred).to_int(), i64)
