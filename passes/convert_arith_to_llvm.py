@@ -52,6 +52,20 @@ from minimlir.passes._llvm_common import (
 FAST_FLAGS = frozenset({FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT})
 
 
+# Attributes are immutable values: the ones this pass builds for every op are built once and shared
+# (constructing an IntegerAttr / FastMathAttr costs tens of microseconds in xDSL).
+_FASTMATH_ATTRS: dict[frozenset, llvm.FastMathAttr] = {}
+_INT_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}
+_I64 = IntegerType(64)
+
+
+def _int_attr(value: int, t: Attribute) -> IntegerAttr:
+    attr = _INT_ATTRS.get((value, t))
+    if attr is None:
+        attr = _INT_ATTRS[(value, t)] = IntegerAttr(value, t)
+    return attr
+
+
 def fastmath_for(op: Operation, fast_math: bool) -> llvm.FastMathAttr:
     """The op's own `fastmath` flags, plus `reassoc contract` when the option asks."""
     flags: set[FastMathFlag] = set()
@@ -60,7 +74,11 @@ def fastmath_for(op: Operation, fast_math: bool) -> llvm.FastMathAttr:
         flags |= set(own.data)
     if fast_math:
         flags |= FAST_FLAGS
-    return llvm.FastMathAttr(sorted(flags) or None)
+    key = frozenset(flags)
+    attr = _FASTMATH_ATTRS.get(key)
+    if attr is None:
+        attr = _FASTMATH_ATTRS[key] = llvm.FastMathAttr(sorted(flags) or None)
+    return attr
 
 
 _FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
@@ -118,12 +136,12 @@ def _width(t: Attribute) -> int:
 def _splat(value: int, t: Attribute) -> llvm.ConstantOp:
     if isinstance(t, VectorType):
         return llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value]), t)
-    return llvm.ConstantOp(IntegerAttr(value, t), t)
+    return llvm.ConstantOp(_int_attr(value, t), t)
 
 
 def _icmp(lhs: SSAValue, rhs: SSAValue, pred: str) -> llvm.ICmpOp:
     return llvm.ICmpOp(
-        lhs, rhs, IntegerAttr(llvm.ICmpPredicateFlag(pred).to_int(), 64)
+        lhs, rhs, _int_attr(llvm.ICmpPredicateFlag(pred).to_int(), _I64)
     )
 
 
@@ -132,7 +150,7 @@ def _lower_constant(op: arith.ConstantOp) -> list[Operation]:
     value = op.value
     if isinstance(value, IntegerAttr):
         assert isinstance(t, IntegerType)
-        return [llvm.ConstantOp(IntegerAttr(value.value.data, t), t)]
+        return [llvm.ConstantOp(_int_attr(value.value.data, t), t)]
     if isinstance(value, FloatAttr):
         return [llvm.ConstantOp(value, t)]
     if isinstance(value, DenseIntOrFPElementsAttr):
