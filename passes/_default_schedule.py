@@ -12,6 +12,8 @@ passes/graph_legalize.py):
     (mr, nv shrink to divisors of static M, N/W when that keeps at least half the tile)
         i -> (i0, i1, i2) = (·, mc/mr, mr)    j -> (j0, j1, j2) = (·, nv, W)    k -> (k0, k1) = (·, kc)
         order  i0 k0 j0 i1 k1 i2 j1 j2     i0 parallel, i2 j1 unrolled, j2 vector (W lanes)
+    (static M <= small_m, a matrix-vector product: mr = M, nv = small_nv, kc = small_kc, one
+    row block, so each k0 block streams small_kc rows of B, nv*W floats per row visit)
     the init is hoisted in front of k0 (decompose-reduction), so the k1 loop body is mr·nv
     vector FMAs on an accumulator tile LLVM keeps in registers; elementwise consumers fused into
     the kernel are computed per i0 row block (reverse-compute-at), then vectorized.
@@ -22,8 +24,12 @@ passes/graph_legalize.py):
         order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
     an rw' x nv*W accumulator tile stays in registers over the whole reduction; the bias init is
     forwarded into the accumulator (conv2d_acc_in). Stride and dilation only change the
-    broadcast addresses. Other convs (grouped, depthwise, CO not a multiple of 4): reduction
-    outside the output row, init hoisted, co parallel.
+    broadcast addresses. Grouped convs (loops n g co oh ow | ci kh kw, static channel counts)
+    take the same path with co the channels of one group: panel g*(COg/T) + co0, input channel
+    g*CIg + ci of the padded copy. Other convs (depthwise, channels per group not a multiple
+    of 4): reduction outside the output row, init hoisted, co parallel.
+  * first, in every kernel: copy blocks (broadcast, transpose: loads and a store only) whose
+    buffer is kernel-local and read only by reduction-free blocks are inlined (inline_copies).
   * anything else: parallelize the outermost loop that legally can be (per top-level nest),
     vectorize the innermost loop when legal (and long enough).
 
@@ -40,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, ModuleOp
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -70,6 +76,11 @@ class MatmulKnobs:
     unroll_rows: bool = True
     accumulate_in_registers: bool = True
     pack_b: bool = False  # copy B's kc x (nv*W) tile into a local buffer (cache_read); measured slower
+    # static M <= small_m (a matrix-vector product, an FC layer at batch 1): mr = M and a wide,
+    # short tile, so each k0 block streams small_kc rows of B sequentially, nv*W floats a visit
+    small_m: int = 4
+    small_nv: int = 4
+    small_kc: int = 8
     fma: bool = True
     parallel: bool = True
 
@@ -224,8 +235,9 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
     if len(outs) != 1 or list(outs[0].indices) != list(stores[0].indices):
         raise ScheduleError("cache accumulator: the block must read its output once, where it stores", blk)
     args = list(blk.body.block.args)
-    if any(i not in args for i in stores[0].indices):
-        raise ScheduleError("cache accumulator: output indices must be iteration variables", blk)
+    out_forms = [local_form(i, blk) for i in stores[0].indices]
+    if any(f is None or not f.atoms <= set(args) for f in out_forms):
+        raise ScheduleError("cache accumulator: output indices must be affine in iteration variables", blk)
     elem = stores[0].value.type
     # acc shape: (tile[0], ..., tile[-2] * tile[-1]) with the last two loops merged
     shape = [*tile[:-2], tile[-2] * tile[-1]] if len(tile) >= 2 else list(tile)
@@ -257,7 +269,8 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
     st.erase()
     # copy nests before / after the reduction loop: clones of the tile loops
     spatial = [k for k, kd in enumerate(blk.kinds) if kd == "spatial"]
-    out_idx_pos = [args.index(i) for i in st.indices]
+    if any(args.index(a) not in spatial for f in out_forms for a in f.atoms):
+        raise ScheduleError("cache accumulator: output indices use a reduction variable", blk)
     for suffix, where in (("_in", InsertPoint.before(red)), ("_out", InsertPoint.after(red))):
         top = t_loops[0].clone()
         Rewriter.insert_op(top, where)
@@ -267,7 +280,9 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
         cidx = acc_index([l.induction_var for l in cl_loops], bip)
         nb = loop.BlockOp(name + suffix, [clone_blk.bindings[k] for k in spatial], ["spatial"] * len(spatial))
         nargs = nb.body.block.args
-        oidx = [nargs[spatial.index(k)] for k in out_idx_pos]
+        sub = {a: AffineForm.atom(nargs[spatial.index(args.index(a))]) for a in args if args.index(a) in spatial}
+        oidx = [materialize_form(f.substitute_all(sub), kernel, InsertPoint.before(nb.body.block.last_op))
+                for f in out_forms]
         body_ip = InsertPoint.before(nb.body.block.last_op)
         if suffix == "_in":
             v = emit(mem.LoadOp(out, oidx, elem), body_ip)
@@ -439,12 +454,16 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # and nv' <= nv dividing N / W, unless that would halve the tile
     loops0 = _direct_loops(blk)
     m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
-    if m_ext is not None and m_ext % mr:
+    kc = k.kc
+    small = m_ext is not None and m_ext <= min(mr, k.small_m)
+    if small:
+        mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
+    elif m_ext is not None and m_ext % mr:
         d = _largest_divisor(m_ext, mr)
         mr = d if 2 * d > mr else mr
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
-    mc = max(mr, (k.mc // mr) * mr)
+    mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
 
     def main(s: Schedule) -> None:
         b = s.get_block("matmul")
@@ -457,7 +476,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         i0, i1 = s.split(io, [None, mc // mr])
         jo, j2 = s.split(j, [None, W])
         j0, j1 = s.split(jo, [None, nv])
-        k0, k1 = s.split(kk, [None, k.kc])
+        k0, k1 = s.split(kk, [None, kc])
         s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
         s.decompose_reduction(b, s.get_loops(b)[len(batch) + 1])
         if k.accumulate_in_registers:
@@ -561,35 +580,51 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     and the block reads XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no clamp, no select); the
     weight load is returned with WT for _read_weight_panel once the channel loop is split.
     Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
-    n, co, oh, ow, ci, kh, kw = blk.body.block.args
+    args = list(blk.body.block.args)
     loops = loop.block_loops(blk)
     ubs = [l.ub for l in loops]
+    g = None
+    if len(args) == 8:  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
+        g, g_ub = args.pop(1), ubs.pop(1)
+    n, co, oh, ow, ci, kh, kw = args
     top = loops[0]
     while top.parent_op() is not kernel:
         top = top.parent_op()
     body = blk.body.block
     loads = [op for op in body.ops if isinstance(op, mem.LoadOp)]
     stores = [op for op in body.ops if isinstance(op, mem.StoreOp)]
-    if len(stores) != 1 or list(stores[0].indices) != [n, co, oh, ow] or len(loads) != 3:
-        raise ScheduleError("conv relayout: unexpected conv2d block", blk)
-    y = stores[0].memref
-    w_ld = next((l for l in loads if list(l.indices) == [co, ci, kh, kw]), None)
-    x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
-    if w_ld is None or x_ld is None or list(x_ld.indices[:2]) != [n, ci]:
-        raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
-    elem = x_ld.result.type
-    co_ext = const_index(ubs[1])
+    co_ext, ci_ext = const_index(ubs[1]), const_index(ubs[4])
     if co_ext is None or co_ext % co_tile:
         raise ScheduleError("conv relayout: the output channels must be a multiple of the tile", blk)
+    if g is not None and (ci_ext is None or const_index(g_ub) is None):
+        raise ScheduleError("conv relayout: grouped conv with dynamic channel counts", blk)
+
+    def chan(v: SSAValue, c: SSAValue, ext: int | None) -> bool:
+        """v is channel c of its group: c (group 1) or g*ext + c."""
+        if g is None:
+            return v is c
+        f = local_form(v, blk)
+        return f is not None and f == AffineForm.atom(c) + AffineForm.atom(g) * ext
+
+    if (len(stores) != 1 or len(loads) != 3 or len(stores[0].indices) != 4
+            or [stores[0].indices[i] for i in (0, 2, 3)] != [n, oh, ow]
+            or not chan(stores[0].indices[1], co, co_ext)):
+        raise ScheduleError("conv relayout: unexpected conv2d block", blk)
+    y = stores[0].memref
+    w_ld = next((l for l in loads if len(l.indices) == 4 and list(l.indices[1:]) == [ci, kh, kw]
+                 and chan(l.indices[0], co, co_ext)), None)
+    x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
+    if w_ld is None or x_ld is None or x_ld.indices[0] is not n or not chan(x_ld.indices[1], ci, ci_ext):
+        raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
+    elem = x_ld.result.type
+    rows = co_ext * (const_index(g_ub) if g is not None else 1)  # W's dim 0: all output channels
     ip = InsertPoint.before(top)
     frees = []
     # -- weights
-    wt_shape = [iconst(kernel, co_ext // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
+    wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
     wt = _local_buffer(elem, wt_shape, ip, frees)
     # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
-    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(
-        kernel, ip, [iconst(kernel, co_ext // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)],
-        "conv2d_wpack")
+    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, "conv2d_wpack")
     p_top.location = blk.location
     pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
     v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
@@ -621,8 +656,11 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             pads.append(-f.const)
             shape = x.type.get_shape()  # type: ignore[union-attr]
             sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
-        xp = _local_buffer(elem, [ubs[0], ubs[4], *extents], ip, frees)
-        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], ubs[4], *extents], "conv2d_pad")
+        xshape = x.type.get_shape()  # type: ignore[union-attr]
+        chans = ubs[4] if g is None else (
+            iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
+        xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
+        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], "conv2d_pad")
         x_top.location = blk.location
         last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
         cond, idx = None, []
@@ -638,7 +676,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
         lip = InsertPoint.before(x_ld)
         new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
-        new_x = emit(mem.LoadOp(xp, [n, ci, *new_idx], elem), lip)
+        new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
         sel.result.replace_all_uses_with(new_x)
         sel.detach()
         sel.erase()
@@ -652,7 +690,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
 
 
 def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0: loop.ForOp,
-                       cj: loop.ForOp, cw: loop.ForOp, w: int) -> None:
+                       cj: loop.ForOp, cw: loop.ForOp, w: int, group: tuple | None = None) -> None:
     """W[co, ci, kh, kw] -> WT[co0, ci, kh, kw, cj*W + cw] with the output-channel tile loops'
     own variables (co = co0*nv*W + cj*W + cw): one contiguous weight panel per co0 tile.
     The index uses loop variables inside the block (affine, so the analyses and the vector
@@ -660,7 +698,11 @@ def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0:
     ip = InsertPoint.before(w_ld)
     lane = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), ip), cw.induction_var), ip)
     _, ci, kh, kw = w_ld.indices
-    new_w = emit(mem.LoadOp(wt, [co0.induction_var, ci, kh, kw, lane], w_ld.result.type), ip)
+    panel = co0.induction_var
+    if group is not None:  # (g, panels per group): panel g*P + co0
+        gv, per = group
+        panel = emit(arith.AddiOp(emit(arith.MuliOp(gv, iconst(kernel, per)), ip), panel), ip)
+    new_w = emit(mem.LoadOp(wt, [panel, ci, kh, kw, lane], w_ld.result.type), ip)
     w_ld.result.replace_all_uses_with(new_w)
     w_ld.detach()
     w_ld.erase()
@@ -694,9 +736,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     c = cfg.conv2d
     blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
     loops = _direct_loops(blk) if blk is not None else None
-    if loops is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3:
+    if loops is None or blk.kinds not in (["spatial"] * 4 + ["reduce"] * 3, ["spatial"] * 5 + ["reduce"] * 3):
         return False
-    co_ext, ow_ext = const_index(loops[1].ub), const_index(loops[3].ub)
+    gr = len(loops) - 7  # 1 with a group loop (n g co oh ow | ci kh kw)
+    co_ext, ow_ext = const_index(loops[1 + gr].ub), const_index(loops[3 + gr].ub)
     if co_ext is None:
         return False
     w = cfg.width
@@ -714,13 +757,14 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         if c.fma:
             _contract_fma(b)
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w)
-        n, co, oh, ow, ci, kh, kw = s.get_loops(b)
+        n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
         co0, cj, cw = s.split(co, [None, nv, w])
         ow0, ow1 = s.split(ow, [None, rw])
-        n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
-        _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w)
-        s.decompose_reduction(b, s.get_loops(b)[4])
-        _cache_accumulator(kernel, b, [rw, nv, w], "conv2d_acc", red=s.get_loops(b)[4])
+        n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+        group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
+        _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
+        s.decompose_reduction(b, s.get_loops(b)[4 + gr])
+        _cache_accumulator(kernel, b, [rw, nv, w], "conv2d_acc", red=s.get_loops(b)[4 + gr])
         # the tile: vector lanes over cw, everything else of the tile unrolled
         ow1, cj, cw = s.get_loops(b)[-3:]
         s.vectorize(cw)
@@ -733,7 +777,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     _attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
-                        lambda s: s.get_loops(s.get_block("conv2d"))[1])
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1 + gr])
     for name in ("conv2d_init", "conv2d_acc_in", "conv2d_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
@@ -749,7 +793,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         if not _attempt(kernel, copies):
             _attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
     if c.parallel:
-        for depth in (1, 0, 2):
+        for depth in (1 + gr, 0, 1, 2 + gr):
             if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
                 break
     _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init", "conv2d_acc_in", "conv2d_acc_out"})
@@ -871,9 +915,53 @@ def _attempt_parallel(kernel: func.FuncOp, t_index: int, depth: int) -> bool:
 RULES: list[Callable[[func.FuncOp, ScheduleConfig], bool]] = [schedule_matmul, schedule_conv2d]
 
 
+def _is_copy_block(blk: loop.BlockOp) -> bool:
+    """A block that only moves data (loads, one store, index arithmetic, constants): a
+    broadcast, transpose or reshape copy. Recomputing it at each use costs one load."""
+    if "reduce" in blk.kinds or blk.has_init:
+        return False
+    for op in blk.body.block.ops:
+        if isinstance(op, mem.LoadOp | mem.StoreOp | loop.YieldOp | arith.ConstantOp):
+            continue
+        if op.dialect_name() == "arith" and all(isinstance(r.type, IndexType) for r in op.results):
+            continue
+        return False
+    return True
+
+
+def inline_copies(kernel: func.FuncOp) -> list[str]:
+    """compute-inline every copy block (_is_copy_block) that writes a kernel-local buffer read
+    only by reduction-free blocks: `broadcast_to` then `transpose` of a splat weight becomes
+    one store of the splat, with no intermediate buffer and no strided read of it. Copies that
+    feed a reduction (a transpose into matmul) stay: their consumer reads them many times, and
+    its schedule wants the contiguous layout. Returns the inlined block names."""
+    from minimlir.passes._affine import reads_writes
+
+    done = []
+    for blk in list(loop.blocks_of(kernel)):
+        if not _is_copy_block(blk):
+            continue
+        _, writes = reads_writes(blk)
+        if len(writes) != 1:
+            continue
+        (buf,) = writes
+        if not isinstance(buf.owner, mem.AllocOp | mem.AllocaOp):
+            continue
+        readers = [b for b in loop.blocks_of(kernel) if b is not blk and buf in reads_writes(b)[0]]
+        if not readers or any("reduce" in b.kinds or b.has_init for b in readers):
+            continue
+        name = blk.block_name.data
+        if _attempt(kernel, lambda s, name=name: s.compute_inline(s.get_block(name))):
+            done.append(name)
+    return done
+
+
 def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
-    """Apply the first matching rule (else the generic one); returns the rule's name."""
+    """Apply the first matching rule (else the generic one); returns the rule's name.
+    Copy blocks feeding elementwise blocks are inlined first (inline_copies)."""
     rule_name = "generic"
+    if _unique_names(kernel):
+        inline_copies(kernel)
     if not _unique_names(kernel):
         _schedule_rest(kernel, cfg)
     else:

@@ -361,3 +361,105 @@ def test_matmul_register_tile_adapts_to_static_extents():
     assert "memref<7x16xf32>" in str(m)  # the accumulator tile mr x nv*W
     want, got, _ = schedule_and_interpret(matmul_text(63, 10, 48), [rand(63, 10), rand(10, 48, seed=1)], width=16)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+# -- small M (matrix-vector), copy inlining, grouped conv
+
+
+@pytest.mark.parametrize("mkn", [(1, 37, 20), (3, 19, 24), (2, 8, 5)])
+def test_small_m_matmul_interpreted_same_as_unscheduled(mkn):
+    m, k, n = mkn
+    cfg = D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(small_nv=2, small_kc=3))
+    want, got, kinds = schedule_and_interpret(matmul_text(m, k, n), [rand(m, k), rand(k, n, seed=1)], cfg=cfg)
+    assert kinds == {"matmul_0": "matmul"}
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_small_m_matmul_tile_is_m_rows():
+    """M = 1: a 1 x (small_nv*W) accumulator, k split by small_kc (no guarded 8-row tile)."""
+    m = H.legalize(matmul_text(1, 64, 256))
+    D.schedule_module(m, D.ScheduleConfig(width=8, matmul=D.MatmulKnobs(small_nv=4, small_kc=8)))
+    text = str(m)
+    assert "memref<1x32xf32>" in text and "minsi" not in text
+
+
+@needs_native
+@pytest.mark.parametrize("mkn", [(1, 300, 70), (4, 33, 64), (2, 9216 // 32, 40)])
+def test_small_m_matmul_native(mkn):
+    m, k, n = mkn
+    a, b = rand(m, k), rand(k, n, seed=1)
+    (c,) = H._call_native(_compile(matmul_text(m, k, n)), "main", [a, b], None)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+SPLAT_T = """
+func.func @main(%x: tensor<3x20xf32>) -> tensor<3x12xf32> {
+  %s = graph.constant dense<2.000000e-02> : tensor<f32>
+  %w = graph.broadcast_to %s : tensor<f32> -> tensor<12x20xf32>
+  %wt = graph.transpose %w perm [1, 0] : tensor<12x20xf32> -> tensor<20x12xf32>
+  %c = graph.matmul %x, %wt : (tensor<3x20xf32>, tensor<20x12xf32>) -> tensor<3x12xf32>
+  func.return %c : tensor<3x12xf32>
+}"""
+
+
+def test_copy_blocks_inlined_into_elementwise_consumers():
+    """broadcast_to -> transpose of a splat becomes one store of the splat (no temp buffer);
+    the transpose feeding the matmul (a reduction) is not inlined."""
+    from minimlir.passes.graph_fuse import GraphFusePass
+    from minimlir.passes.graph_legalize import GraphLegalizePass
+    from minimlir.passes.loop_fuse import LoopFusePass
+
+    m = H.parse(SPLAT_T)
+    for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
+        p.apply(H._context(), m)
+    kernels = [k for k in m.walk() if D.loop.is_kernel(k)]
+    before = {k.sym_name.data: [b.block_name.data for b in D.loop.blocks_of(k)] for k in kernels}
+    assert ["broadcast_to", "transpose"] in before.values()
+    D.schedule_module(m, D.ScheduleConfig(width=4))
+    after = {k.sym_name.data: [b.block_name.data for b in D.loop.blocks_of(k)] for k in kernels}
+    assert ["transpose"] in after.values()
+    assert all("matmul" not in v or v == before[k] or "transpose" not in v for k, v in after.items())
+    m.verify()
+
+
+@needs_native
+def test_copy_inlining_native():
+    x = rand(3, 20)
+    got = _compile(SPLAT_T).main(x)
+    np.testing.assert_allclose(got, x @ np.full((20, 12), 0.02, np.float32), rtol=1e-5, atol=1e-5)
+
+
+GROUP_CASES = [  # (n, c, h, w, co, k, stride, pad, group)
+    (1, 8, 7, 9, 16, 3, 1, 1, 2),
+    (2, 6, 9, 8, 24, 3, 2, 1, 3),
+    (1, 12, 6, 5, 8, 1, 1, 0, 2),
+]
+
+
+def _group_text(n, c, h, wd, co, k, s, p, g):
+    oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+    return CONV.format(x=f"{n}x{c}x{h}x{wd}", w=f"{co}x{c // g}x{k}x{k}", co=co, y=f"{n}x{co}x{oh}x{ow}",
+                       s=s, p=p, g=g)
+
+
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_grouped_conv_vector_interpreted_same_as_unscheduled(case):
+    n, c, h, wd, co, k, s, p, g = case
+    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=3, nv=2))
+    inputs = [rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)]
+    want, got, kinds = schedule_and_interpret(_group_text(*case), inputs, cfg=cfg)
+    assert kinds["conv2d_0"] == "conv2d"
+    m = H.legalize(_group_text(*case))
+    D.schedule_module(m, cfg)
+    assert "conv2d_wpack" in {b.block_name.data for b in D.loop.blocks_of(m)}  # the vector path ran
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+@pytest.mark.parametrize("case", [*GROUP_CASES, (1, 32, 10, 10, 64, 5, 1, 2, 2)])
+def test_grouped_conv_vector_native(case):
+    n, c, h, wd, co, k, s, p, g = case
+    x, w, b = rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)
+    got = _compile(_group_text(*case)).main(x, w, b)
+    np.testing.assert_allclose(got, np.maximum(conv_ref(x, w, b, s, p, g), 0), rtol=1e-4, atol=1e-4)
