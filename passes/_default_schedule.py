@@ -26,8 +26,10 @@ passes/graph_legalize.py):
     forwarded into the accumulator (conv2d_acc_in). Stride and dilation only change the
     broadcast addresses. Grouped convs (loops n g co oh ow | ci kh kw, static channel counts)
     take the same path with co the channels of one group: panel g*(COg/T) + co0, input channel
-    g*CIg + ci of the padded copy. Other convs (depthwise, channels per group not a multiple
-    of 4): reduction outside the output row, init hoisted, co parallel.
+    g*CIg + ci of the padded copy. Depthwise convs and groups with fewer than 4 (or not a
+    multiple of 4) channels, stride 1: padded copy, reduction outside the output row, the row
+    vectorized (_schedule_conv2d_rows). Other group-1 convs: reduction outside the output row,
+    init hoisted, co parallel; anything else: generic.
   * first, in every kernel: copy blocks (broadcast, transpose: loads and a store only) whose
     buffer is kernel-local and read only by reduction-free blocks are inlined (inline_copies).
   * anything else: parallelize the outermost loop that legally can be (per top-level nest),
@@ -583,9 +585,12 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     args = list(blk.body.block.args)
     loops = loop.block_loops(blk)
     ubs = [l.ub for l in loops]
-    g = None
+    g, dw = None, len(args) == 6
     if len(args) == 8:  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
         g, g_ub = args.pop(1), ubs.pop(1)
+    if dw:  # depthwise: n c oh ow | kh kw, input channel c, weight [c, 0, kh, kw]
+        args.insert(4, None)
+        ubs.insert(4, iconst(kernel, 1))
     n, co, oh, ow, ci, kh, kw = args
     top = loops[0]
     while top.parent_op() is not kernel:
@@ -611,10 +616,12 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             or not chan(stores[0].indices[1], co, co_ext)):
         raise ScheduleError("conv relayout: unexpected conv2d block", blk)
     y = stores[0].memref
-    w_ld = next((l for l in loads if len(l.indices) == 4 and list(l.indices[1:]) == [ci, kh, kw]
+    w_ld = next((l for l in loads if len(l.indices) == 4 and list(l.indices[2:]) == [kh, kw]
+                 and (l.indices[1] is ci if ci is not None else const_index(l.indices[1]) == 0)
                  and chan(l.indices[0], co, co_ext)), None)
     x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
-    if w_ld is None or x_ld is None or x_ld.indices[0] is not n or not chan(x_ld.indices[1], ci, ci_ext):
+    if (w_ld is None or x_ld is None or x_ld.indices[0] is not n
+            or not (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))):
         raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
     elem = x_ld.result.type
     rows = co_ext * (const_index(g_ub) if g is not None else 1)  # W's dim 0: all output channels
@@ -657,7 +664,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             shape = x.type.get_shape()  # type: ignore[union-attr]
             sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
         xshape = x.type.get_shape()  # type: ignore[union-attr]
-        chans = ubs[4] if g is None else (
+        chans = ubs[4] if g is None and not dw else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
         xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
         x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], "conv2d_pad")
@@ -800,6 +807,67 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     return True
 
 
+def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    """Grouped convs the vector path refuses (depthwise, channels per group not a multiple of
+    4): padded input copy (_relayout_conv with a 1-channel weight tile), then
+
+        n g co oh | ci kh kw | ow          ow vector (stride 1: contiguous padded rows)
+
+    with the init hoisted in front of ci, so the output row is the accumulator (in L1) and
+    each tap is one broadcast weight times a row of the padded input. Depthwise blocks
+    (n c oh ow | kh kw) too. Only when the row vectorizes (stride 1): strided rows keep the
+    generic schedule, which measured faster than a scalar row over the padded copy."""
+    c = cfg.conv2d
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    loops = _direct_loops(blk) if blk is not None else None
+    if loops is None or blk.kinds not in (["spatial"] * 5 + ["reduce"] * 3, ["spatial"] * 4 + ["reduce"] * 2):
+        return False
+    dw = len(loops) == 6  # depthwise: n c oh ow | kh kw
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("conv2d")
+        if c.fma:
+            _contract_fma(b)
+        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, 1)
+        *outer, oh, ow = s.get_loops(b)[:len(loops) - (2 if dw else 3)]
+        s.reorder(*outer, oh, *s.get_loops(b)[len(outer) + 2:], ow)
+        # WT[c, ci, kh, kw, 0] = W[c, ci, kh, kw]: a copy, but read where W was
+        ip = InsertPoint.before(w_ld)
+        new_w = emit(mem.LoadOp(wt, [*w_ld.indices, iconst(kernel, 0)], w_ld.result.type), ip)
+        w_ld.result.replace_all_uses_with(new_w)
+        w_ld.detach()
+        w_ld.erase()
+        s.decompose_reduction(b, s.get_loops(b)[len(outer) + 1])
+        # the row must vectorize (stride 1); strided rows are faster as the generic schedule
+        last = s.get_loops(b)[-1]
+        w = fit_width(last, cfg.width, along=last)
+        if w == 0 or not c.vectorize:
+            raise ScheduleError("conv rows: no vector width fits", last)
+        s.vectorize(last)
+        _mark_width(last, w)
+
+    if not _attempt(kernel, main):
+        return False
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1 if dw else 2])
+    def vec_init(s: Schedule) -> None:
+        last = s.get_loops(s.get_block("conv2d_init"))[-1]
+        w = fit_width(last, cfg.width, along=last)
+        if w == 0:
+            raise ScheduleError("conv rows: no vector width fits", last)
+        s.vectorize(last)
+        _mark_width(last, w)
+
+    _attempt(kernel, vec_init)
+    if c.parallel:
+        for depth in ((1, 0) if dw else (1, 2, 0)):
+            if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+                break
+    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    return True
+
+
 def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     """Reduction outside the output row: (n, co, oh | ci, kh, kw | ow) with the init hoisted in
     front of ci, so the innermost ow loop has no loop-carried dependence (LLVM vectorizes it;
@@ -807,6 +875,8 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     consumers are computed per output channel."""
     c = cfg.conv2d
     if c.vectorize and _schedule_conv2d_vector(kernel, cfg):
+        return True
+    if _schedule_conv2d_rows(kernel, cfg):
         return True
     blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
     if blk is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3 or _direct_loops(blk) is None:

@@ -463,3 +463,43 @@ def test_grouped_conv_vector_native(case):
     x, w, b = rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)
     got = _compile(_group_text(*case)).main(x, w, b)
     np.testing.assert_allclose(got, np.maximum(conv_ref(x, w, b, s, p, g), 0), rtol=1e-4, atol=1e-4)
+
+
+ROW_CASES = [  # depthwise and groups of 3 or 6 channels: the row path (ow vectorized)
+    (1, 6, 7, 9, 6, 3, 1, 1, 6),
+    (2, 6, 9, 8, 6, 3, 2, 1, 6),
+    (1, 6, 7, 9, 6, 3, 1, 1, 3),
+    (1, 12, 5, 11, 18, 1, 1, 0, 2),
+]
+
+
+@pytest.mark.parametrize("case", ROW_CASES)
+def test_grouped_conv_rows_interpreted_same_as_unscheduled(case):
+    n, c, h, wd, co, k, s, p, g = case
+    cfg = D.ScheduleConfig(width=4)
+    inputs = [rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)]
+    want, got, kinds = schedule_and_interpret(_group_text(*case), inputs, cfg=cfg)
+    assert kinds["conv2d_0"] == ("conv2d" if s == 1 else "generic")  # strided rows: generic
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+@pytest.mark.parametrize("case", [*ROW_CASES, (1, 40, 14, 14, 40, 3, 1, 1, 40)])
+def test_grouped_conv_rows_native(case):
+    n, c, h, wd, co, k, s, p, g = case
+    x, w, b = rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)
+    got = _compile(_group_text(*case)).main(x, w, b)
+    np.testing.assert_allclose(got, np.maximum(conv_ref(x, w, b, s, p, g), 0), rtol=1e-4, atol=1e-4)
+
+
+@needs_native
+def test_grouped_conv_dynamic_native():
+    """Depthwise and grouped convs with dynamic N, H, W: one compiled kernel, several shapes."""
+    for co, g in ((8, 8), (16, 2)):
+        text = CONV.format(x="?x8x?x?", w=f"{co}x{8 // g}x3x3", co=co, y=f"?x{co}x?x?", s=1, p=1, g=g)
+        prog = _compile(text)
+        for xs in [(1, 8, 5, 5), (2, 8, 9, 13), (1, 8, 3, 1)]:
+            x, w, b = rand(*xs), rand(co, 8 // g, 3, 3, seed=1), rand(co, seed=2)
+            np.testing.assert_allclose(prog.main(x, w, b), np.maximum(conv_ref(x, w, b, 1, 1, g), 0),
+                                       rtol=1e-4, atol=1e-4)
