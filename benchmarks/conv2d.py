@@ -3,6 +3,7 @@
 
     python benchmarks/conv2d.py                        # 1 thread and all cores
     python benchmarks/conv2d.py --threads 1 --reps 3
+    python benchmarks/conv2d.py --set grouped --threads 1   # alexnet grouped, shufflenet dw / g4
 
 The NumPy baseline (benchmarks/matmul.py: numpy_gflops) runs in a subprocess with the BLAS thread
 count set and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed; its time includes the im2col copy.
@@ -30,12 +31,24 @@ RESNET50 = [
 ]
 
 
-def conv_text(c: int, hw: int, co: int, k: int, s: int, p: int) -> tuple[str, int]:
+# grouped and depthwise convs (name, C, H/W, CO, K, stride, pad, group): alexnet, shufflenet
+GROUPED = [
+    ("alexnet 5x5 g2 96->256 @26", 96, 26, 256, 5, 1, 2, 2),
+    ("alexnet 3x3 g2 384->384 @12", 384, 12, 384, 3, 1, 1, 2),
+    ("shufflenet 1x1 g4 136->136 @28", 136, 28, 136, 1, 1, 0, 4),
+    ("shufflenet 1x1 g4 272->272 @14", 272, 14, 272, 1, 1, 0, 4),
+    ("shufflenet dw3x3 136 @28", 136, 28, 136, 3, 1, 1, 136),
+    ("shufflenet dw3x3 272 @14", 272, 14, 272, 3, 1, 1, 272),
+    ("shufflenet dw3x3/2 112 @56", 112, 56, 112, 3, 2, 1, 112),
+]
+
+
+def conv_text(c: int, hw: int, co: int, k: int, s: int, p: int, g: int = 1) -> tuple[str, int]:
     o = (hw + 2 * p - k) // s + 1
-    x, w, y = f"tensor<1x{c}x{hw}x{hw}xf32>", f"tensor<{co}x{c}x{k}x{k}xf32>", f"tensor<1x{co}x{o}x{o}xf32>"
+    x, w, y = f"tensor<1x{c}x{hw}x{hw}xf32>", f"tensor<{co}x{c // g}x{k}x{k}xf32>", f"tensor<1x{co}x{o}x{o}xf32>"
     text = f"""
 func.func @main(%x: {x}, %w: {w}, %b: tensor<{co}xf32>) -> {y} {{
-  %y = graph.conv2d %x, %w, %b strides [{s}, {s}] pads [{p}, {p}, {p}, {p}] dilations [1, 1] : ({x}, {w}, tensor<{co}xf32>) -> {y}
+  %y = graph.conv2d %x, %w, %b strides [{s}, {s}] pads [{p}, {p}, {p}, {p}] dilations [1, 1] group {g} : ({x}, {w}, tensor<{co}xf32>) -> {y}
   func.return %y : {y}
 }}"""
     return text, o
@@ -46,30 +59,32 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", default=None)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pipeline", default="compile")
+    ap.add_argument("--set", choices=("resnet50", "grouped"), default="resnet50")
     args = ap.parse_args(argv)
+    shapes = [(*r, 1) for r in RESNET50] if args.set == "resnet50" else GROUPED
 
     from minimlir.backend import parallel
     from minimlir.backend.runtime import compile_mlir_text
 
     threads = thread_counts(args.threads)
     cases = [
-        {"kind": "conv", "conv": [1, c, hw, hw, co, k, k, s, p], "reps": args.reps}
-        for _, c, hw, co, k, s, p in RESNET50
+        {"kind": "conv", "conv": [1, c, hw, hw, co, k, k, s, p, g], "reps": args.reps}
+        for _, c, hw, co, k, s, p, g in shapes
     ]
     ref = {}
     blas = ""
     for t in threads:
         blas, ref[t] = numpy_gflops(cases, t)
     rows = []
-    for i, (name, c, hw, co, k, s, p) in enumerate(RESNET50):
-        text, o = conv_text(c, hw, co, k, s, p)
+    for i, (name, c, hw, co, k, s, p, g) in enumerate(shapes):
+        text, o = conv_text(c, hw, co, k, s, p, g)
         prog = compile_mlir_text(text, pipeline=args.pipeline)
         rng = np.random.default_rng(0)
         x = rng.standard_normal((1, c, hw, hw), dtype=np.float32)
-        w = rng.standard_normal((co, c, k, k), dtype=np.float32)
+        w = rng.standard_normal((co, c // g, k, k), dtype=np.float32)
         b = rng.standard_normal((co,), dtype=np.float32)
         out = np.empty((1, co, o, o), np.float32)
-        flops = 2.0 * co * o * o * c * k * k
+        flops = 2.0 * co * o * o * c // g * k * k
         per_t = []
         for t in threads:
             parallel.set_num_threads(t)

@@ -3,6 +3,7 @@
     python benchmarks/matmul.py                  # sizes 256 512 1024, 1 thread and all cores
     python benchmarks/matmul.py --sizes 1024 --reps 10 --threads 1
     python benchmarks/matmul.py --sizes 65x33x17,63x64x48 --threads 1   # M x K x N (ragged tiles)
+    python benchmarks/matmul.py --sizes fc --threads 1   # FC layers at batch 1 (alexnet/vgg/zfnet)
 
 NumPy runs in a subprocess per thread count with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
 MKL_NUM_THREADS set and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed from its environment
@@ -50,19 +51,20 @@ for case in cfg["cases"]:
         o = np.empty((m, n), np.float32)
         f = lambda: np.matmul(a, b, out=o)
         flops = 2.0 * m * n * k
-    else:  # conv via im2col + matmul (the im2col is timed too)
-        n_, c, h, w, co, kh, kw, s, p = case["conv"]
+    else:  # conv via im2col + matmul per group (the im2col is timed too)
+        n_, c, h, w, co, kh, kw, s, p, *grp = case["conv"]
+        g = grp[0] if grp else 1
         x = rng.standard_normal((n_, c, h, w), dtype=np.float32)
-        wt = rng.standard_normal((co, c * kh * kw), dtype=np.float32)
+        wt = rng.standard_normal((g, co // g, c // g * kh * kw), dtype=np.float32)
         oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
         xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
         from numpy.lib.stride_tricks import as_strided
         sn, sc, sh, sw = xp.strides
         def f():
             cols = as_strided(xp, (n_, c, kh, kw, oh, ow), (sn, sc, sh, sw, s * sh, s * sw))
-            cols = np.ascontiguousarray(cols[0]).reshape(c * kh * kw, oh * ow)
+            cols = np.ascontiguousarray(cols[0]).reshape(g, c // g * kh * kw, oh * ow)
             return wt @ cols
-        flops = 2.0 * n_ * co * oh * ow * c * kh * kw
+        flops = 2.0 * n_ * co * oh * ow * c // g * kh * kw
     for _ in range(2):
         f()
     ts = []
@@ -71,6 +73,10 @@ for case in cfg["cases"]:
     out["results"].append(flops / min(ts) / 1e9)
 print(json.dumps(out))
 """
+
+
+# matrix-vector products of the FC layers (M = 1): alexnet / vgg / zfnet fc6, fc7, fc8
+FC_SIZES = "1x9216x4096,1x4096x4096,1x4096x1000,4x4096x1000"
 
 
 def numpy_gflops(cases: list[dict], threads: int) -> tuple[str, list[float]]:
@@ -145,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     from minimlir.backend import parallel
     from minimlir.backend.runtime import compile_mlir_text
 
-    sizes = [[int(d) for d in s.split("x")] * (3 if "x" not in s else 1) for s in args.sizes.split(",")]
+    spec = FC_SIZES if args.sizes == "fc" else args.sizes
+    sizes = [[int(d) for d in s.split("x")] * (3 if "x" not in s else 1) for s in spec.split(",")]
     threads = thread_counts(args.threads)
     cases = [{"kind": "matmul", "mkn": mkn, "reps": args.reps} for mkn in sizes]
     ref: dict[int, list[float]] = {}

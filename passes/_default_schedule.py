@@ -460,6 +460,15 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     small = m_ext is not None and m_ext <= min(mr, k.small_m)
     if small:
         mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
+        if n_ext is not None and n_ext % W:
+            # a guarded vector loop keeps the accumulator in memory: narrower vectors that
+            # divide N, more of them (about small_nv*W floats per row of B either way)
+            w2 = W // 2
+            while w2 >= 4 and n_ext % w2:
+                w2 //= 2
+            if w2 >= 4:
+                nv = _largest_divisor(n_ext // w2, nv * W // w2)
+                W = w2
     elif m_ext is not None and m_ext % mr:
         d = _largest_divisor(m_ext, mr)
         mr = d if 2 * d > mr else mr

@@ -375,6 +375,17 @@ def test_small_m_matmul_interpreted_same_as_unscheduled(mkn):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
 
 
+def test_small_m_matmul_narrower_vectors_divide_n():
+    """N = 40 with W = 16: W = 8 and nv = 5 (no guarded vector loop), same values."""
+    text = matmul_text(2, 9, 40)
+    cfg = D.ScheduleConfig(width=16)
+    m = H.legalize(text)
+    D.schedule_module(m, cfg)
+    assert "memref<2x40xf32>" in str(m)  # the accumulator: 2 rows x 5 vectors of 8
+    want, got, _ = schedule_and_interpret(text, [rand(2, 9), rand(9, 40, seed=1)], width=16, cfg=cfg)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
 def test_small_m_matmul_tile_is_m_rows():
     """M = 1: a 1 x (small_nv*W) accumulator, k split by small_kc (no guarded 8-row tile)."""
     m = H.legalize(matmul_text(1, 64, 256))
@@ -384,7 +395,7 @@ def test_small_m_matmul_tile_is_m_rows():
 
 
 @needs_native
-@pytest.mark.parametrize("mkn", [(1, 300, 70), (4, 33, 64), (2, 9216 // 32, 40)])
+@pytest.mark.parametrize("mkn", [(1, 300, 70), (4, 33, 64), (2, 9216 // 32, 40), (3, 17, 1000), (1, 40, 20)])
 def test_small_m_matmul_native(mkn):
     m, k, n = mkn
     a, b = rand(m, k), rand(k, n, seed=1)
