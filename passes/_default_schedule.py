@@ -21,6 +21,8 @@ passes/graph_legalize.py):
     in vectors (TVM's NCHWc x86 schedule). The weights are packed into [co0][ci][kh][kw][nv*W]
     panels and the input into a zero-padded local copy (no clamp/select left in the tile), then
         co -> (co0, cj, cw) = (·, nv, W)      ow -> (ow0, ow1) = (·, rw' | OW, rw' <= rw)
+        (when every such rw' < rw/2, as for OW = 13 or 27: the next divisor whose tile still
+        fits the registers, rw'*nv <= 24 (16 lanes) or 12)
         order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
     an rw' x nv*W accumulator tile stays in registers over the whole reduction; the bias init is
     forwarded into the accumulator (conv2d_acc_in). Stride and dilation only change the
@@ -767,6 +769,11 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     while co_ext % (nv * w):
         nv -= 1
     rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
+    if ow_ext is not None and 2 * rw < c.rw:
+        # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor still fits
+        # the registers (about 24 vector accumulators with 32 registers, 12 with 16)
+        budget = 24 if cfg.width >= 16 else 12
+        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv <= budget), rw)
 
     def main(s: Schedule) -> None:
         b = s.get_block("conv2d")

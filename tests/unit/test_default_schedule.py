@@ -514,3 +514,23 @@ def test_grouped_conv_dynamic_native():
             x, w, b = rand(*xs), rand(co, 8 // g, 3, 3, seed=1), rand(co, seed=2)
             np.testing.assert_allclose(prog.main(x, w, b), np.maximum(conv_ref(x, w, b, 1, 1, g), 0),
                                        rtol=1e-4, atol=1e-4)
+
+
+def test_conv_vector_prime_width_uses_larger_divisor():
+    """OW = 13: no divisor in 2..8, so the tile is 13 columns (fits the registers at nv = 1)."""
+    xs, ws = (1, 4, 13, 13), (16, 4, 1, 1)
+    text = conv_general_text(xs, ws, (1, 1), (0, 0, 0, 0), (1, 1))
+    m = H.legalize(text)
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    assert "memref<13x16xf32>" in str(m)  # rw = 13 x nv * W = 16
+    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=4, nv=1))  # 13 > 12 registers: rw = 1
+    want, got, _ = schedule_and_interpret(text, [rand(*xs), rand(*ws, seed=1)], cfg=cfg)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+def test_conv_vector_prime_width_native():
+    xs, ws = (1, 8, 13, 13), (24, 8, 3, 3)
+    x, w = rand(*xs), rand(*ws, seed=1)
+    (y,) = H._call_native(_compile(conv_general_text(xs, ws, (1, 1), (1, 1, 1, 1), (1, 1))), "main", [x, w], None)
+    np.testing.assert_allclose(y, conv_general_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
