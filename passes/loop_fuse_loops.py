@@ -15,8 +15,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from minimlir.dialects import loop  # noqa: F401
-from minimlir.passes._schedule import ScheduleError, loop_name, schedule_diagnostics, select  # noqa: F401
+from minimlir.dialects import loop
+from minimlir.passes._schedule import ScheduleError, loop_name, schedule_diagnostics, select
 
 
 @dataclass(frozen=True)
