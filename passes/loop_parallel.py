@@ -13,7 +13,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from minimlir.dialects import loop
 from minimlir.passes._schedule import schedule_diagnostics, select
 
 
