@@ -492,8 +492,15 @@ def emit_constant_of_shape(n: NodeView) -> list:
         raise Unsupported("the shape is not a 1-D integer tensor of static length")
     value = n.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
-    if all(isinstance(d, int) for d in dims) and math.prod(dims) <= FOLD_LIMIT:
-        return [cx.from_const(np.full(dims, value[0], value.dtype))]
+    if all(isinstance(d, int) for d in dims):
+        # A static shape folds: small results are constants, big ones weights (the light model zoo
+        # builds every weight this way), materialized once rather than on every call.
+        array = np.full(dims, value[0], value.dtype)
+        if array.size <= FOLD_LIMIT:
+            return [cx.from_const(array)]
+        v = cx.from_const(array, is_weight=True, name=n.proto.output[0])
+        cx.weight_locs.setdefault(v.name, cx.loc)
+        return [v]
     elem = _DTYPES[_onnx_type_of(value.dtype)][1]
     return [cx.broadcast_to(cx.scalar(value[0].item(), elem), dims)]
 
@@ -975,11 +982,18 @@ def emit_gemm(n: NodeView) -> list:
     """Gemm(A, B, C, alpha, beta, transA, transB) -> graph.transpose (transA/transB), graph.matmul,
     graph.mul by a 0-d alpha (if != 1), graph.add of C (times a 0-d beta if != 1)."""
     cx = n.cx
-    a, b = _ssa(n, 0), _ssa(n, 1)
-    if n.attr("transA", 0):
-        a = cx.emit1(graph.TransposeOp(a, [1, 0]))
-    if n.attr("transB", 0):
-        b = cx.emit1(graph.TransposeOp(b, [1, 0]))
+    operands = []
+    for i, flag in ((0, "transA"), (1, "transB")):
+        v = n.input(i)
+        if v is None:
+            raise Unsupported(f"missing input {i}")
+        if not n.attr(flag, 0):
+            operands.append(cx.ssa(v))
+        elif v.is_weight and v.const is not None:  # a weight is transposed once, at import time
+            operands.append(cx.ssa(cx.derived_weight(v, "T", np.transpose)))
+        else:
+            operands.append(cx.emit1(graph.TransposeOp(cx.ssa(v), [1, 0])))
+    a, b = operands
     y = cx.emit1(graph.MatMulOp(a, b))
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
     if alpha != 1.0:

@@ -318,6 +318,19 @@ class Importer:
     """Index values read from tensor data (`read_indices`): unlike dims they may be 0 or negative."""
     weight_locs: dict[str, Attribute] = field(default_factory=dict)
     """Location of each weight (initializer or Constant node), used when it is materialized."""
+    derived: dict[tuple[str, str], Value] = field(default_factory=dict)
+    """Weights computed from weights inside an emitter ((weight name, what) -> value), e.g. Gemm's
+    transposed B: one folded copy however many nodes use it."""
+
+    def derived_weight(self, v: Value, what: str, fn) -> Value:
+        """The weight `fn(v.const)`, named "<v.name>.<what>", computed once per (weight, what)."""
+        key = (v.name, what)
+        if key not in self.derived:
+            name = f"{v.name}.{what}"
+            self.derived[key] = self.from_const(np.ascontiguousarray(fn(v.const)), is_weight=True, name=name)
+            if v.name in self.weight_locs:
+                self.weight_locs.setdefault(name, self.weight_locs[v.name])
+        return self.derived[key]
 
     # ---- emitting
 
@@ -771,7 +784,9 @@ def _build(cx: Importer) -> ModuleOp:
         cx.loc = _location(label, cx.file_label, index + 1)
         view = NodeView(node, opset, [cx.values[i] if i else None for i in node.input], cx)
         try:
-            outs = OP_TABLE[node.op_type].emit(view)
+            outs = _fold_weights(cx, view)
+            if outs is None:
+                outs = OP_TABLE[node.op_type].emit(view)
         except Unsupported as e:
             cx.problems.append(Problem(node.op_type, opset, label, str(e)))
             poisoned.update(node.output)
@@ -820,6 +835,53 @@ def _build(cx: Importer) -> ModuleOp:
     except Exception as e:
         raise OnnxImportError(f"internal error: the imported module does not verify: {e}") from e
     return module
+
+
+_NO_FOLD = frozenset({"Constant", "Dropout"})
+
+
+def _fold_weights(cx: Importer, view: NodeView) -> list | None:
+    """Weight folding (ONNX Runtime's and TVM's constant folding): a node whose inputs are all
+    known constants, at least one of them a weight bigger than FOLD_LIMIT, is evaluated at import
+    time by the onnx package's reference implementation; its outputs become weights (graph.param
+    when big), so weight preprocessing (a transposed or rescaled initializer, ...) does not run on
+    every call. Small shape computations are folded by the op emitters themselves; None: not folded.
+    """
+    node = view.proto
+    if node.op_type in _NO_FOLD or node.domain not in ("", "ai.onnx"):
+        return None
+    inputs = [v for v in view.inputs if v is not None]
+    if not inputs or any(v.const is None for v in inputs):
+        return None
+    if not any(v.is_weight and v.const.size > FOLD_LIMIT for v in inputs):
+        return None
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"in{i}" if name else "" for i, name in enumerate(node.input)]
+    outs = [f"out{i}" if name else "" for i, name in enumerate(node.output)]
+    copy = helper.make_node(node.op_type, names, outs, domain=node.domain)
+    copy.attribute.extend(node.attribute)
+    feeds = {n: v.const for n, v in zip(names, view.inputs) if n and v is not None}
+    graph_proto = helper.make_graph(
+        [copy], "fold",
+        [helper.make_tensor_value_info(n, _NP_TO_ONNX[np.dtype(a.dtype)], a.shape) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o],
+    )
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", view.opset)])
+    try:
+        results = ReferenceEvaluator(model).run(None, feeds)
+    except Exception:  # the reference cannot evaluate it: emit the op as usual
+        return None
+    values: list = []
+    for name, array in zip((o for o in node.output if o), results):
+        array = np.asarray(array)
+        if array.dtype not in _NP_TO_ONNX:
+            return None
+        values.append(cx.from_const(np.ascontiguousarray(array), is_weight=True, name=name))
+        cx.weight_locs.setdefault(name, cx.loc)
+    full = iter(values)
+    return [next(full) if o else None for o in node.output]
 
 
 def _hint(name: str) -> str | None:

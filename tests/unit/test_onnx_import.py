@@ -211,6 +211,53 @@ def test_gemm_decomposition():
     assert result_shape(module) == [2, 4]
 
 
+def test_gemm_transposes_a_weight_once_at_import():
+    w = np.arange(40, dtype=np.float32).reshape(8, 5)
+    nodes = [
+        h.make_node("Gemm", ["a", "w"], ["y"], transB=1),
+        h.make_node("Gemm", ["a", "w"], ["z"], transB=1, alpha=2.0),
+    ]
+    m = model(nodes, [vi("a", T.FLOAT, [2, 5])], [vi("y", T.FLOAT, None), vi("z", T.FLOAT, None)], [init("w", w)])
+    module, params = import_onnx(m)
+    assert "graph.transpose" not in names(module)
+    assert list(params) == ["w.T"]  # one transposed copy for both nodes; the original is unused
+    np.testing.assert_array_equal(params["w.T"], w.T)
+    assert params["w.T"].flags.c_contiguous
+
+
+def test_big_static_constant_of_shape_becomes_a_weight():
+    nodes = [h.make_node("ConstantOfShape", ["s"], ["w"], value=h.make_tensor("v", T.FLOAT, [1], [0.02])),
+             h.make_node("Add", ["x", "w"], ["y"])]
+    m = model(nodes, [vi("x", T.FLOAT, [8, 16])], [vi("y", T.FLOAT, None)], [init("s", np.array([8, 16], np.int64))])
+    module, params = import_onnx(m)
+    assert names(module) == ["graph.param", "graph.add", "func.return"]
+    np.testing.assert_array_equal(params["w"], np.full((8, 16), 0.02, np.float32))
+
+
+def test_ops_on_weights_only_fold_into_new_weights():
+    w = np.linspace(-1, 1, 6 * 20, dtype=np.float32).reshape(6, 20)
+    nodes = [
+        h.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        h.make_node("Mul", ["wt", "two"], ["w2"]),
+        h.make_node("MatMul", ["x", "w2"], ["y"]),
+    ]
+    inits = [init("w", w), init("two", np.array(2.0, np.float32))]
+    m = model(nodes, [vi("x", T.FLOAT, [3, 20])], [vi("y", T.FLOAT, None)], inits)
+    module, params = import_onnx(m)
+    assert names(module) == ["graph.param", "graph.matmul", "func.return"]
+    np.testing.assert_array_equal(params["w2"], w.T * 2)
+    assert fn_of(module).body.block.first_op.param_name.data == "w2"
+
+
+def test_small_shape_computations_still_fold_as_constants():
+    # no weight bigger than FOLD_LIMIT involved: the emitters fold, nothing becomes a param
+    nodes = [h.make_node("Concat", ["a", "b"], ["s"], axis=0), h.make_node("Reshape", ["x", "s"], ["y"])]
+    inits = [init("a", np.array([2], np.int64)), init("b", np.array([6], np.int64))]
+    module, params = import_onnx(model(nodes, [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, None)], inits))
+    assert params == {}
+    assert result_shape(module) == [2, 6]
+
+
 @pytest.mark.parametrize("opset,expected", [(11, ["graph.reshape", "graph.softmax", "graph.reshape"]), (13, ["graph.softmax"])])
 def test_softmax_opset_semantics(opset, expected):
     nodes = [h.make_node("Softmax", ["x"], ["y"], axis=1)]
