@@ -772,9 +772,11 @@ def _load_symbol_providers() -> None:
             available()
 
 
-def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
+def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> tuple[Any, bytes, list[str]]:
     """llvm-dialect module -> (CompiledModule, object code, external symbols it calls). The module
-    is the caller's own (parsed or cloned here, or frontend.compile's): its casts are folded in place."""
+    is the caller's own (parsed or cloned here, or frontend.compile's): its casts are folded in place.
+    Instead of a module: (LLVM IR text, signatures of its exported functions), as the parallel
+    lowering (frontend/_split_lower.py) produces them."""
     from minimlir.backend import _target, jit
     from minimlir.passes import _llvm_ext
 
@@ -782,8 +784,12 @@ def _codegen(module: ModuleOp, opt_level: int) -> tuple[Any, bytes, list[str]]:
 
     _llvm_ext.install_llvmlite_hooks()
     t0 = time.perf_counter()
-    sigs = jit.signatures(module)
-    ir_text = jit.to_llvm_ir(module, copy=False)
+    if isinstance(module, tuple):
+        ir_text, sigs = module
+        _load_symbol_providers()  # the lowering ran in other processes
+    else:
+        sigs = jit.signatures(module)
+        ir_text = jit.to_llvm_ir(module, copy=False)
     t1 = time.perf_counter()
     with jit._llvm_lock:
         tm = _target.target_machine(opt_level)

@@ -742,19 +742,27 @@ def compile(  # noqa: A001 (the one obvious name)
 
     remarks: list[str] = []
     timings: dict[str, float] = {"import": t_load - t0}
-    if pipeline is not None or not is_llvm_level(module):
+    split, rest = None, pipeline if pipeline is not None else default_pipeline()
+    if pipeline is None and not want_ir and graph_level(module):
+        split, rest = _lower_in_parallel(module, entry, loaded, ctx, remarks, timings)
+    if split is not None:
+        found["metadata"] = split.metadata
+        remarks = remarks + split.remarks
+        timings.update(split.pass_seconds)
+    elif pipeline is not None or not is_llvm_level(module):
         if not graph_level(module):
             take_metadata(module)  # mem-level input: its signature is already the runtime's
         lowered = lower(
-            module, pipeline if pipeline is not None else default_pipeline(), ctx=ctx, name=loaded.name,
+            module, rest, ctx=ctx, name=loaded.name,
             on_ir=on_ir if want_ir else None, source_text=loaded.text,
             before={"convert-mem-to-llvm": take_metadata},
         )
-        remarks = lowered.remarks
-        timings.update(lowered.pass_seconds)
+        remarks = remarks + lowered.remarks
+        for k, v in lowered.pass_seconds.items():
+            timings[k] = timings.get(k, 0.0) + v
     t_lower = time.perf_counter()
     timings["lower"] = t_lower - t_load
-    if not is_llvm_level(module):
+    if split is None and not is_llvm_level(module):
         raise CompileError(
             f"error: the pipeline left the module above the llvm dialect (e.g. '{_first_above_llvm(module)}');"
             " a custom pipeline= must lower to llvm"
@@ -764,7 +772,8 @@ def compile(  # noqa: A001 (the one obvious name)
             "error: cannot run a module given in the llvm dialect: the argument types are gone;"
             " start from graph- or mem-level IR"
         )
-    program = _compile_and_store(slot, module, found["metadata"], loaded, entry, inputs, outputs, remarks,
+    program = _compile_and_store(slot, module if split is None else (split.llvm_ir, split.signatures),
+                                 found["metadata"], loaded, entry, inputs, outputs, remarks,
                                  num_threads, param_types, params_file)
     fn = _entry_callable(program, entry)
     t_end = time.perf_counter()
@@ -773,6 +782,25 @@ def compile(  # noqa: A001 (the one obvious name)
     timings["total"] = t_end - t0
     return CompiledModel(fn, entry, inputs, outputs, remarks=remarks, timings=timings, program=program,
                          source=loaded.name)
+
+
+def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Context, remarks: list[str],
+                       timings: dict[str, float]):
+    """The default pipeline with its per-function part on several cores (frontend/_split_lower.py):
+    (the SplitResult, None) or, when `module` is to be lowered in this process after all, (None,
+    the pipeline still to run on it: the whole default one, or its per-function part when the
+    graph-level prefix has run already)."""
+    from minimlir.frontend import _split_lower as sl
+
+    if sl.jobs() < 2 or not sl.applies(default_pipeline()):
+        return None, default_pipeline()
+    pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
+    remarks.extend(pre.remarks)
+    timings.update(pre.pass_seconds)
+    try:
+        return sl.lower_split(module, entry=entry, name=loaded.name, source_text=loaded.text), None
+    except sl.SplitUnavailable:
+        return None, sl.SUFFIX
 
 
 # --------------------------------------------------------------------------------------------
