@@ -88,11 +88,13 @@ class LoopSchedulePass(ModulePass):
 
 def lower_scheduled(module: ModuleOp, width: int) -> None:
     """loop-lower-unroll, then loop-lower-vectors with each loop's own width (the
-    `loop.vector_width` attribute the schedule sets; `width` otherwise)."""
+    `loop.vector_width` attribute the schedule sets; `width` otherwise), then fold the index
+    arithmetic that unrolling left behind (passes/_index_fold.py)."""
     from xdsl.dialects.builtin import IntegerAttr
 
     from minimlir.dialects import loop
     from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
+    from minimlir.passes._index_fold import fold_index_arith
     from minimlir.passes.loop_lower_vectors import lower_vector_loop
 
     LoopLowerUnrollPass().apply(Context(), module)
@@ -104,6 +106,7 @@ def lower_scheduled(module: ModuleOp, width: int) -> None:
         if isinstance(for_op, loop.ForOp):
             for_op.attributes.pop(VECTOR_WIDTH_ATTR, None)
     inline_single_trip_loops(module)
+    fold_index_arith(module)
 
 
 def inline_single_trip_loops(module: ModuleOp) -> None:
