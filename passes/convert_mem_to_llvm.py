@@ -75,7 +75,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
-    SymbolTable,
     UnitAttr,
     UnrealizedConversionCastOp,
     i1,
@@ -83,7 +82,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
@@ -92,7 +91,7 @@ from minimlir.dialects import mem
 from minimlir.dialects.loop import is_kernel
 from minimlir.passes import _llvm_ext as ext
 from minimlir.passes._diagnostics import emit_error
-from minimlir.passes._llvm_common import check_legal, convert_type, from_llvm, to_llvm
+from minimlir.passes._llvm_common import convert_type, from_llvm, to_llvm
 from minimlir.passes._memref_abi import (
     ENTRY_ATTR,
     RESULT_SLOT_ATTR,
@@ -109,32 +108,40 @@ NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
 # from the OverflowAttr on every construction: a tenth of this pass on DenseNet).
 _NSW_FLAGS = IntegerAttr(NSW.to_int(), 32)
 _CONST_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}  # attributes are immutable: share them
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 Dim = SSAValue | int  # an i64 value, or a static size
 _PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SlotOp)
 
 
 class _Emitter:
-    """Inserts llvm ops before `anchor`, folding the i64 arithmetic of static sizes."""
+    """Inserts llvm ops before `anchor`, folding the i64 arithmetic of static sizes.
 
-    def __init__(self, anchor: Operation):
+    With a `MemLowering` (`low`), constants come from its per-function pool (entry block) and
+    index operands from its per-value i64 views (one cast right after the definition)."""
+
+    def __init__(self, anchor: Operation, low: MemLowering | None = None):
         self.anchor = anchor
+        self.low = low
 
     def __call__(self, op: Operation) -> Operation:
         Rewriter.insert_op(op, InsertPoint.before(self.anchor))
         return op
 
     def const(self, value: int, typ: Attribute = i64) -> SSAValue:
-        attr = _CONST_ATTRS.get((value, typ))
-        if attr is None:
-            attr = _CONST_ATTRS[(value, typ)] = IntegerAttr(value, typ)
-        return self(llvm.ConstantOp(attr, typ)).results[0]
+        if self.low is not None:
+            pooled = self.low.pooled_const(self.anchor, value, typ)
+            if pooled is not None:
+                return pooled
+        return self(llvm.ConstantOp(_const_attr(value, typ), typ)).results[0]
 
     def value(self, d: Dim) -> SSAValue:
         return self.const(d) if isinstance(d, int) else d
 
     def index(self, v: SSAValue) -> SSAValue:
         """An `index` operand as i64 (a cast, folded once its producer is lowered)."""
+        if self.low is not None:
+            return self.low.as_i64(v)
         return to_llvm(v, None, self.anchor)
 
     def mul(self, a: Dim, b: Dim) -> Dim:
@@ -156,18 +163,48 @@ class _Emitter:
         return self(llvm.AddOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
 
     def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:
-        flag = IntegerAttr(llvm.ICmpPredicateFlag(pred).to_int(), i64)
+        flag = _const_attr(llvm.ICmpPredicateFlag(pred).to_int(), i64)
         return self(llvm.ICmpOp(self.value(a), self.value(b), flag)).results[0]
 
     def gep(self, ptr: SSAValue, offset: Dim, elem: Attribute) -> SSAValue:
         if offset == 0:
             return ptr
-        op = llvm.GEPOp.from_mixed_indices(ptr, [self.value(offset)], elem, inbounds=True)
+        if isinstance(offset, int) and _I32_MIN <= offset <= _I32_MAX:
+            # a constant index lives in the gep itself (rawConstantIndices, sign-extended i32)
+            op = llvm.GEPOp(ptr, [offset], elem, inbounds=True)
+        else:
+            op = llvm.GEPOp.from_mixed_indices(ptr, [self.value(offset)], elem, inbounds=True)
         return self(op).results[0]
 
 
+def _const_attr(value: int, typ: Attribute) -> IntegerAttr:
+    attr = _CONST_ATTRS.get((value, typ))
+    if attr is None:
+        attr = _CONST_ATTRS[(value, typ)] = IntegerAttr(value, typ)
+    return attr
+
+
+def _entry_block(block: Block | None) -> Block | None:
+    """The entry block of the function whose body holds `block` (None if not a function body)."""
+    region = block.parent if block is not None else None
+    if region is None or not isinstance(region.parent, func.FuncOp | llvm.FuncOp):
+        return None
+    return region.blocks[0]
+
+
+def _after_def(v: SSAValue) -> InsertPoint:
+    """Right after the definition of `v`: a point that dominates every use of `v`."""
+    if isinstance(v, OpResult):
+        return InsertPoint.after(v.owner)
+    assert isinstance(v, BlockArgument)
+    return InsertPoint.at_start(v.block)
+
+
 def _const_int(v: SSAValue) -> int | None:
+    """The integer `v` is a constant of (through a 1:1 cast), or None."""
     owner = v.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        return _const_int(owner.inputs[0])
     if isinstance(owner, llvm.ConstantOp | arith.ConstantOp):
         value = owner.value
         if isinstance(value, IntegerAttr):
@@ -203,6 +240,22 @@ def _memref_type(v: SSAValue) -> MemRefType:
     return v.type
 
 
+_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of a static shape."""
+    r = _STRIDES.get(shape)
+    if r is None:
+        out = []
+        n = 1
+        for d in reversed(shape):
+            out.append(n)
+            n *= d
+        r = _STRIDES[shape] = tuple(reversed(out))
+    return r
+
+
 def _dims(t: MemRefType, dynamic: Sequence[SSAValue]) -> list[Dim]:
     """Every dim of `t`: ints for static dims, the descriptor's i64 values for `?`."""
     out: list[Dim] = []
@@ -233,12 +286,108 @@ class MemLowering:
         # entry functions: heap alloc -> the non-result heap buffers live right before it
         self.live_before: dict[Operation, list[Operation]] = {}
         self.heap_ptr: dict[Operation, SSAValue] = {}  # lowered alloc/arena -> its pointer
+        self.symbols: set[str] | None = None  # top-level symbol names (declare)
+        # Caches that make addressing cheap (building an xDSL op costs tens of microseconds):
+        self.consts: dict[tuple[Block, int, Attribute], SSAValue] = {}  # (entry block, value, type)
+        self.i64_of: dict[SSAValue, SSAValue] = {}  # index value -> its i64 view
+        self.scaled: dict[tuple[SSAValue, int], SSAValue] = {}  # (i64 value, stride) -> product
+        self.sums: dict[tuple, SSAValue] = {}  # (block, terms, constant) -> linear offset
+        self.memref_casts: list[Operation] = []  # the casts that rebuild memrefs (erased at the end)
+
+    # ------------------------------------------------------------ shared values
+
+    def pooled_const(self, anchor: Operation, value: int, typ: Attribute) -> SSAValue | None:
+        """One `llvm.mlir.constant` per (function, value, type), at the start of the entry block
+        (None when `anchor` is not directly in a function body)."""
+        entry = _entry_block(anchor.parent)
+        if entry is None:
+            return None
+        key = (entry, value, typ)
+        v = self.consts.get(key)
+        if v is None:
+            op = llvm.ConstantOp(_const_attr(value, typ), typ)
+            Rewriter.insert_op(op, InsertPoint.at_start(entry))
+            v = self.consts[key] = op.results[0]
+        return v
+
+    def as_i64(self, v: SSAValue) -> SSAValue:
+        """`v` (an index) as i64: one cast per value, right after its definition (so it
+        dominates every use, and every later address reuses it)."""
+        target = convert_type(v.type)
+        if v.type == target:
+            return v
+        r = self.i64_of.get(v)
+        if r is not None:
+            return r
+        owner = v.owner
+        if (
+            isinstance(owner, UnrealizedConversionCastOp)
+            and len(owner.inputs) == 1
+            and owner.inputs[0].type == target
+        ):
+            r = owner.inputs[0]
+        else:
+            cast = UnrealizedConversionCastOp.get([v], [target])
+            Rewriter.insert_op(cast, _after_def(v))
+            r = cast.results[0]
+        self.i64_of[v] = r
+        return r
+
+    def scale(self, v: SSAValue, stride: int) -> SSAValue:
+        """`v * stride` (i64, nsw), one per (value, stride), right after the definition of `v`."""
+        if stride == 1:
+            return v
+        key = (v, stride)
+        r = self.scaled.get(key)
+        if r is not None:
+            return r
+        at = _after_def(v)
+        c = None
+        entry = _entry_block(at.block)
+        if entry is not None and entry is not at.block:  # the pool (entry start) dominates `at`
+            c = self.pooled_const(entry.first_op, stride, i64)
+        if c is None:  # `v` is defined in the entry block: a constant of its own, before the mul
+            const = llvm.ConstantOp(_const_attr(stride, i64), i64)
+            Rewriter.insert_op(const, at)
+            at = InsertPoint.after(const)
+            c = const.results[0]
+        mul = llvm.MulOp(v, c, overflow=_NSW_FLAGS)
+        Rewriter.insert_op(mul, at)
+        r = self.scaled[key] = mul.results[0]
+        return r
+
+    def linear_sum(self, b: _Emitter, terms: list[SSAValue], offset: int) -> Dim:
+        """sum(terms) + offset, before `b.anchor`; sums (and their prefixes) are shared within
+        a block (an earlier one in the same block dominates)."""
+        if not terms:
+            return offset
+        block = b.anchor.parent
+        acc = terms[0]
+        for k in range(1, len(terms)):
+            key = (block, *terms[: k + 1])
+            r = self.sums.get(key)
+            if r is None:
+                r = self.sums[key] = b.add(acc, terms[k])
+            acc = r
+        if offset:
+            key = (block, *terms, offset, None)  # `None` keeps it apart from a terms-only key
+            r = self.sums.get(key)
+            if r is None:
+                r = self.sums[key] = b.add(acc, offset)
+            acc = r
+        return acc
 
     # ------------------------------------------------------------ runtime declarations
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute | None) -> None:
-        if SymbolTable.lookup_symbol(self.module, name) is not None:
+        if self.symbols is None:  # SymbolTable.lookup_symbol scans the module: scan once
+            self.symbols = {
+                o.sym_name.data for o in self.module.body.block.ops
+                if isinstance(getattr(o, "sym_name", None), StringAttr)
+            }
+        if name in self.symbols:
             return
+        self.symbols.add(name)
         fn_type = llvm.LLVMFunctionType(inputs, output if output is not None else llvm.LLVMVoidType())
         decl = llvm.FuncOp(name, fn_type, linkage=llvm.LinkageAttr("external"))
         self.module.body.block.add_op(decl)
@@ -282,18 +431,33 @@ class MemLowering:
     def address(
         self, b: _Emitter, op: Operation, memref_index: int, indices: Sequence[SSAValue]
     ) -> tuple[SSAValue, MemRefType]:
-        """Pointer to element [indices] of the memref operand (row-major linear gep)."""
+        """Pointer to element [indices] of the memref operand (row-major linear gep).
+
+        Static shape: offset = sum(i_k * stride_k) with constant indices folded into one
+        constant; each i_k * stride_k is built once per function. Dynamic shape: Horner form
+        ((i_0 * d_1 + i_1) * d_2 + i_2)…"""
         t = _memref_type(op.operands[memref_index])
         ptr, dyn = self.desc(op, memref_index)
+        elem = llvm_element_type(t.element_type)
+        if not dyn:
+            shape = t.get_shape()
+            strides = _strides(shape)
+            offset = 0
+            terms: list[SSAValue] = []
+            for idx, stride in zip(indices, strides):
+                c = _const_int(idx)
+                if c is not None:
+                    offset += c * stride
+                elif stride:
+                    terms.append(self.scale(self.as_i64(idx), stride))
+            return b.gep(ptr, self.linear_sum(b, terms, offset), elem), t
         dims = _dims(t, dyn)
         linear: Dim = 0
         for k, idx in enumerate(indices):
-            i64_idx: Dim = b.index(idx)
-            c = _const_int(i64_idx) if isinstance(i64_idx, SSAValue) else None
-            if c is not None:
-                i64_idx = c
+            c = _const_int(idx)
+            i64_idx: Dim = c if c is not None else self.as_i64(idx)
             linear = b.add(b.mul(linear, dims[k]) if k else linear, i64_idx)
-        return b.gep(ptr, linear, llvm_element_type(t.element_type)), t
+        return b.gep(ptr, linear, elem), t
 
     @staticmethod
     def numel(b: _Emitter, t: MemRefType, dyn: Sequence[SSAValue], scale: int = 1) -> Dim:
@@ -371,7 +535,7 @@ class MemLowering:
     def lower_producer(self, op: Operation) -> None:
         if op.parent is None:
             return  # already lowered
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         t = _memref_type(op.results[0])
         if isinstance(op, mem.AllocOp):
             if RESULT_SLOT_ATTR in op.attributes and _func_of(op) in self.results_arg:
@@ -386,7 +550,7 @@ class MemLowering:
             elem = llvm_element_type(t.element_type)
             n = self.numel(b, t, dyn)
             if isinstance(n, int):  # hoist: one stack slot per function, not per iteration
-                fb = _Emitter(self.entry_anchor(_func_of(op)))
+                fb = _Emitter(self.entry_anchor(_func_of(op)), self)
                 ptr = fb(llvm.AllocaOp(fb.const(n), elem, alignment=64)).results[0]
             else:
                 ptr = b(llvm.AllocaOp(n, elem, alignment=64)).results[0]
@@ -400,7 +564,8 @@ class MemLowering:
             dyn = [b.index(d) for d in op.dims]
         elif isinstance(op, mem.SlotOp):
             base, _ = self.desc(op, 0)
-            ptr = b.gep(base, b.index(op.offset), i8)
+            off = _const_int(op.offset)
+            ptr = b.gep(base, off if off is not None else b.index(op.offset), i8)
             dyn = [b.index(d) for d in op.dims]
         else:  # pragma: no cover - _PRODUCERS lists the cases above
             raise AssertionError(op.name)
@@ -433,7 +598,7 @@ class MemLowering:
     def error_return(self, block: Block, at: Operation, status: int) -> None:
         """At the end of `block`: free the heap buffers live before `at`, return `status`."""
         block.add_op(llvm.UnreachableOp())
-        b = _Emitter(block.last_op)
+        b = _Emitter(block.last_op, self)
         for buf in self.live_before.get(at, ()):
             ptr = self.heap_ptr.get(buf)
             if ptr is not None:
@@ -459,7 +624,7 @@ class MemLowering:
             return
         pred = op.parent_block()
         assert pred is not None
-        null = self.is_null(_Emitter(op), ptr)
+        null = self.is_null(_Emitter(op, self), ptr)
         cont = pred.split_before(op)
         oom = Block()
         Rewriter.insert_block(oom, BlockInsertPoint.before(cont))
@@ -467,9 +632,10 @@ class MemLowering:
         pred.add_op(llvm.CondBrOp(null, oom, [], cont, []))
 
     def entry_anchor(self, f: func.FuncOp) -> Operation:
-        """First op of the entry block after the argument casts (hoisting point)."""
+        """First op of the entry block after the argument casts and pooled constants (hoisting
+        point)."""
         op = f.body.blocks[0].first_op
-        while isinstance(op, UnrealizedConversionCastOp):
+        while isinstance(op, UnrealizedConversionCastOp | llvm.ConstantOp):
             op = op.next_op
         assert op is not None
         return op
@@ -483,7 +649,7 @@ class MemLowering:
         results = self.results_arg[f]
         off = self.slot_offsets[f][i]
         t = _memref_type(op.result)
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         dyn = [b.index(d) for d in op.dims]
         dims = _dims(t, dyn)
         nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
@@ -501,7 +667,7 @@ class MemLowering:
 
         # ^check: the caller's dims must equal the computed ones
         br = check.add_op(llvm.UnreachableOp()) or check.last_op
-        cb = _Emitter(br)
+        cb = _Emitter(br, self)
         given = cb(llvm.LoadOp(slot_ptr, PTR, alignment=8)).results[0]
         ok: SSAValue | None = None
         for p, d in zip(dim_ptrs, dims):
@@ -514,7 +680,7 @@ class MemLowering:
 
         # ^fail: report the computed dims, free what is live, status 1
         fail.add_op(llvm.UnreachableOp())
-        fb = _Emitter(fail.last_op)
+        fb = _Emitter(fail.last_op, self)
         for p, d in zip(dim_ptrs, dims):
             fb(llvm.StoreOp(fb.value(d), p, alignment=8))
         _erase(fail.last_op)
@@ -524,7 +690,7 @@ class MemLowering:
         ok_block, oom = Block(), Block()
         Rewriter.insert_block([ok_block, oom], BlockInsertPoint.before(join))
         alloc.add_op(llvm.UnreachableOp())
-        ab = _Emitter(alloc.last_op)
+        ab = _Emitter(alloc.last_op, self)
         new = self.aligned_alloc(ab, nbytes, op.alignment.value.data)
         null = self.is_null(ab, new)
         _erase(alloc.last_op)
@@ -534,7 +700,7 @@ class MemLowering:
         self.error_return(oom, op, 2)
 
         # ^join(%buf): store every dim, the buffer is %buf
-        jb = _Emitter(op)
+        jb = _Emitter(op, self)
         for p, d in zip(dim_ptrs, dims):
             jb(llvm.StoreOp(jb.value(d), p, alignment=8))
         cast = jb(UnrealizedConversionCastOp.get([join.args[0], *dyn], [t]))
@@ -543,7 +709,7 @@ class MemLowering:
     # ------------------------------------------------------------ consumers
 
     def lower_load(self, op: mem.LoadOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         ptr, t = self.address(b, op, 0, op.indices)
         res_t = convert_type(op.result.type)
         load = b(llvm.LoadOp(ptr, res_t, alignment=element_bytes(t.element_type)))
@@ -553,14 +719,14 @@ class MemLowering:
         _replace(op, values)
 
     def lower_store(self, op: mem.StoreOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         ptr, t = self.address(b, op, 1, op.indices)
         value = to_llvm(op.value, None, op)
         b(llvm.StoreOp(value, ptr, alignment=element_bytes(t.element_type)))
         _erase(op)
 
     def lower_dim(self, op: mem.DimOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         t = _memref_type(op.source)
         _, dyn = self.desc(op, 0)
         d = _dims(t, dyn)[op.index.value.data]
@@ -571,13 +737,13 @@ class MemLowering:
 
     def lower_dealloc(self, op: mem.DeallocOp) -> None:
         self.declare("free", [PTR], None)
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         ptr, _ = self.desc(op, 0)
         b(llvm.CallOp("free", ptr))
         _erase(op)
 
     def lower_copy(self, op: mem.CopyOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         t = _memref_type(op.source)
         src, dyn = self.desc(op, 0)
         dst, _ = self.desc(op, 1)
@@ -587,7 +753,7 @@ class MemLowering:
         _erase(op)
 
     def lower_fill(self, op: mem.FillOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         t = _memref_type(op.memref)
         ptr, dyn = self.desc(op, 1)
         eb = element_bytes(t.element_type)
@@ -617,19 +783,19 @@ class MemLowering:
         """
         pred = at.parent_block()
         assert pred is not None
-        zero = _Emitter(at).const(0)
+        zero = _Emitter(at, self).const(0)
         cont = pred.split_before(at)
         hdr, loop = Block(arg_types=[i64]), Block()
         Rewriter.insert_block([hdr, loop], BlockInsertPoint.before(cont))
         pred.add_op(llvm.BrOp(hdr, zero))
         i = hdr.args[0]
         hdr.add_op(llvm.UnreachableOp())
-        hb = _Emitter(hdr.last_op)
+        hb = _Emitter(hdr.last_op, self)
         more = hb.icmp(i, n, "slt")
         _erase(hdr.last_op)
         hdr.add_op(llvm.CondBrOp(more, loop, [], cont, []))
         loop.add_op(llvm.UnreachableOp())
-        lb = _Emitter(loop.last_op)
+        lb = _Emitter(loop.last_op, self)
         body(lb, i)
         nxt = lb.add(i, 1)
         _erase(loop.last_op)
@@ -657,7 +823,7 @@ class MemLowering:
         _replace(op, new.results)
 
     def lower_entry_return(self, op: func.ReturnOp) -> None:
-        b = _Emitter(op)
+        b = _Emitter(op, self)
         zero = b.const(0, i32)
         b(func.ReturnOp(zero))
         _erase(op)
@@ -706,7 +872,7 @@ class MemLowering:
         for f in funcs:
             if f in self.results_arg:
                 self.compute_live_heap(f)
-        ops = list(self.module.walk())
+        ops = list(self.module.walk())  # lowering producers adds llvm ops only: one walk serves both loops
         for op in ops:
             if isinstance(op, _PRODUCERS):
                 self.lower_producer(op)
@@ -719,7 +885,9 @@ class MemLowering:
             mem.FillOp: self.lower_fill,
             func.CallOp: self.lower_call,
         }
-        for op in list(self.module.walk()):
+        for op in ops:
+            if op.parent is None:
+                continue  # a lowered producer
             lower = lowerings.get(type(op))
             if lower is not None:
                 lower(op)
@@ -732,10 +900,16 @@ class MemLowering:
         self.erase_dead_casts()
 
     def erase_dead_casts(self) -> None:
-        for op in reversed(list(self.module.walk())):
-            if isinstance(op, UnrealizedConversionCastOp) and all(
-                isinstance(t, MemRefType) for t in op.result_types
-            ):
+        """Erase the casts that rebuilt memrefs (all unused now), then check legality: one walk."""
+        casts: list[Operation] = []
+        illegal: Operation | None = None
+        for op in self.module.walk():
+            if isinstance(op, UnrealizedConversionCastOp):
+                if all(isinstance(t, MemRefType) for t in op.result_types):
+                    casts.append(op)
+            elif illegal is None and op.name.startswith("mem."):
+                illegal = op
+        for op in reversed(casts):
                 if all(not r.uses for r in op.results):
                     _erase(op)
                 else:
@@ -745,6 +919,8 @@ class MemLowering:
                         f"failed to legalize operation '{user.name}': it uses a memref value, "
                         f"which has no LLVM lowering there"
                     )
+        if illegal is not None:
+            raise DiagnosticException(f"failed to legalize operation '{illegal.name}'")
 
 
 @dataclass(frozen=True)
@@ -755,5 +931,4 @@ class ConvertMemToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        MemLowering(op).run()
-        check_legal(op, ("mem",))
+        MemLowering(op).run()  # ends with the legality check (`failed to legalize operation 'mem.X'`)

@@ -1,0 +1,89 @@
+"""convert-mem-to-llvm builds few ops: constant indices fold, casts/products/constants are shared."""
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, cf, func, llvm
+from xdsl.dialects.builtin import UnrealizedConversionCastOp
+from xdsl.parser import Parser
+
+from minimlir.dialects.loop import Loop
+from minimlir.dialects.mem import Mem
+from minimlir.passes.convert_mem_to_llvm import ConvertMemToLlvmPass
+
+
+def _lower(text: str) -> builtin.ModuleOp:
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, arith.Arith, cf.Cf, llvm.LLVM, Mem, Loop):
+        ctx.load_dialect(d)
+    module = Parser(ctx, text).parse_module()
+    ConvertMemToLlvmPass().apply(ctx, module)
+    module.verify()
+    return module
+
+
+def _ops(module: builtin.ModuleOp, kind: type) -> list:
+    return [op for op in module.walk() if isinstance(op, kind)]
+
+
+def test_constant_indices_fold_into_the_gep():
+    m = _lower("""
+    func.func @k(%a: memref<4x8xf32>) attributes {loop.kernel} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %v = mem.load %a[%c1, %c2] : memref<4x8xf32> -> f32
+      func.return
+    }""")
+    (gep,) = _ops(m, llvm.GEPOp)
+    assert list(gep.rawConstantIndices.iter_values()) == [10]  # 1 * 8 + 2
+    assert not gep.ssa_indices
+    assert not _ops(m, llvm.MulOp) and not _ops(m, llvm.AddOp)
+    assert not _ops(m, UnrealizedConversionCastOp)
+
+
+def test_constant_part_is_summed_once():
+    m = _lower("""
+    func.func @k(%a: memref<4x8x2xf32>, %i: index) attributes {loop.kernel} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %v = mem.load %a[%c1, %i, %c3] : memref<4x8x2xf32> -> f32
+      func.return
+    }""")
+    (mul,) = _ops(m, llvm.MulOp)
+    (add,) = _ops(m, llvm.AddOp)
+    assert add.lhs is mul.res
+    offset = add.rhs.owner
+    assert isinstance(offset, llvm.ConstantOp) and offset.value.value.data == 1 * 16 + 3
+
+
+def test_casts_products_and_constants_are_shared():
+    m = _lower("""
+    func.func @k(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %x: index, %y: index) attributes {loop.kernel} {
+      cf.br ^body(%x, %y : index, index)
+    ^body(%i: index, %j: index):
+      %v = mem.load %a[%i, %j] : memref<4x8xf32> -> f32
+      %w = mem.load %b[%i, %j] : memref<4x8xf32> -> f32
+      mem.store %v, %b[%j, %i] : f32, memref<4x8xf32>
+      func.return
+    }""")
+    casts = _ops(m, UnrealizedConversionCastOp)
+    assert len(casts) == 2  # one index -> i64 cast per value, not one per use
+    assert len(_ops(m, llvm.MulOp)) == 2  # i * 8 and j * 8, each built once
+    assert len(_ops(m, llvm.AddOp)) == 2  # i * 8 + j (shared by both loads), j * 8 + i
+    consts = _ops(m, llvm.ConstantOp)
+    assert len(consts) == 1 and consts[0].value.value.data == 8
+    # the constant pool is the entry block; a cast sits right after its value's definition
+    entry, body = m.body.block.first_op.body.blocks
+    assert consts[0].parent is entry
+    assert all(op.parent is body for op in casts)
+
+
+def test_dynamic_shape_still_linearizes():
+    m = _lower("""
+    func.func @k(%a: memref<?x8xf32>, %i: index) attributes {loop.kernel} {
+      %c2 = arith.constant 2 : index
+      %v = mem.load %a[%i, %c2] : memref<?x8xf32> -> f32
+      func.return
+    }""")
+    (mul,) = _ops(m, llvm.MulOp)
+    (add,) = _ops(m, llvm.AddOp)
+    assert add.lhs is mul.res
+    assert isinstance(add.rhs.owner, llvm.ConstantOp) and add.rhs.owner.value.value.data == 2
