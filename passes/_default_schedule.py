@@ -153,12 +153,22 @@ def host_vector_width() -> int:
 REFUSALS: list[str] = []
 
 
+def _verify_steps() -> bool:
+    """Verify the kernel after every schedule step (MINIMLIR_VERIFY_EACH=1, for pass authors: it
+    names the step that broke the IR). Off by default: a big model takes thousands of steps and the
+    IR is verified after the pass anyway (mini-opt) or at the end of the pipeline (the API)."""
+    import os
+
+    return os.environ.get("MINIMLIR_VERIFY_EACH") == "1"
+
+
 def _attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object]) -> bool:
     """Run fn(Schedule(kernel)); on ScheduleError restore the kernel body and return False."""
     backup = kernel.body.clone()
     try:
         fn(Schedule(kernel))
-        kernel.verify()
+        if _verify_steps():
+            kernel.verify()
         return True
     except (ScheduleError, AssertionError, ValueError, IndexError) as e:
         REFUSALS.append(f"@{kernel.sym_name.data}: {type(e).__name__}: {e}")
