@@ -162,9 +162,12 @@ def _verify_steps() -> bool:
     return os.environ.get("MINIMLIR_VERIFY_EACH") == "1"
 
 
-def _attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object]) -> bool:
-    """Run fn(Schedule(kernel)); on ScheduleError restore the kernel body and return False."""
-    backup = kernel.body.clone()
+def _attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object], *, marks_only: bool = False) -> bool:
+    """Run fn(Schedule(kernel)); on ScheduleError restore the kernel body and return False.
+    `marks_only`: fn only finds loops and applies primitives that check everything before they
+    change anything (Schedule.parallel, Schedule.vectorize set the loop kind last), so a refusal
+    leaves the kernel as it was and no backup copy is made (most attempts on a big model)."""
+    backup = None if marks_only else kernel.body.clone()
     try:
         fn(Schedule(kernel))
         if _verify_steps():
@@ -172,6 +175,8 @@ def _attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object]) -> bool:
         return True
     except (ScheduleError, AssertionError, ValueError, IndexError) as e:
         REFUSALS.append(f"@{kernel.sym_name.data}: {type(e).__name__}: {e}")
+        if backup is None:
+            return False
         kernel.body.detach_block(kernel.body.block).erase(safe_erase=False)
         blk = backup.detach_block(backup.block)
         kernel.body.add_block(blk)
@@ -966,7 +971,7 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                     s.vectorize(l)
                     _mark_width(l, w)
 
-                _attempt(kernel, vec)
+                _attempt(kernel, vec, marks_only=True)
         if g.parallel:
             _parallelize_nest(kernel, t_index)
 
@@ -1001,7 +1006,7 @@ def _attempt_parallel(kernel: func.FuncOp, t_index: int, depth: int) -> bool:
             cur = [o for o in cur.body.block.ops if isinstance(o, loop.ForOp)][0]
         s.parallel(cur)
 
-    return _attempt(kernel, go)
+    return _attempt(kernel, go, marks_only=True)
 
 
 # ----------------------------------------------------------------------------------------------

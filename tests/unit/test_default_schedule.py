@@ -534,3 +534,32 @@ def test_conv_vector_prime_width_native():
     x, w = rand(*xs), rand(*ws, seed=1)
     (y,) = H._call_native(_compile(conv_general_text(xs, ws, (1, 1), (1, 1, 1, 1), (1, 1))), "main", [x, w], None)
     np.testing.assert_allclose(y, conv_general_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
+
+
+def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
+    """Attempts made without a backup copy (marks_only: parallel, vectorize) must not change the
+    kernel when they are refused: check every one the default schedule makes on a few kernels."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    def text(op) -> str:
+        out = StringIO()
+        Printer(stream=out).print_op(op)
+        return out.getvalue()
+
+    real = D._attempt
+    refused = []
+
+    def checked(kernel, fn, *, marks_only=False):
+        before = text(kernel) if marks_only else None
+        ok = real(kernel, fn, marks_only=marks_only)
+        if marks_only and not ok:
+            assert text(kernel) == before
+            refused.append(kernel.sym_name.data)
+        return ok
+
+    monkeypatch.setattr(D, "_attempt", checked)
+    for src in (OTHERS.replace("?x", "3x"), matmul_text(7, 13, 5), conv_general_text((1, 3, 9, 9), (8, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1))):
+        D.schedule_module(H.legalize(src), D.ScheduleConfig(width=8))
+    assert refused  # some attempts were refused (else the check checked nothing)
