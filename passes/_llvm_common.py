@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
@@ -106,9 +106,23 @@ def is_legal_type(t: Attribute) -> bool:
     return convert_type_or_none(t) == t
 
 
+# value -> the cast to its LLVM type that `to_llvm` made (right after the value's definition, so
+# every later use reuses it); emptied by `finalize`, entries are checked before reuse.
+_CASTS: dict[SSAValue, UnrealizedConversionCastOp] = {}
+
+
+def _after_def(v: SSAValue) -> InsertPoint:
+    """Right after the definition of `v`: a point that dominates every use of `v`."""
+    if isinstance(v, OpResult):
+        return InsertPoint.after(v.owner)
+    assert isinstance(v, BlockArgument)
+    return InsertPoint.at_start(v.block)
+
+
 def to_llvm(value: SSAValue, rewriter: PatternRewriter | None, before: Operation) -> SSAValue:
     """`value` with its LLVM type: the value itself, the input of a cast that produced it,
-    or a new `unrealized_conversion_cast` inserted before `before`."""
+    or an `unrealized_conversion_cast`: one per value, right after its definition (it
+    dominates `before` and every other use; `before` is kept for the signature)."""
     target = convert_type(value.type)
     if value.type == target:
         return value
@@ -119,8 +133,17 @@ def to_llvm(value: SSAValue, rewriter: PatternRewriter | None, before: Operation
         and owner.inputs[0].type == target
     ):
         return owner.inputs[0]
+    cast = _CASTS.get(value)
+    if (
+        cast is not None
+        and cast.parent is not None
+        and cast.operands[0] is value
+        and cast.results[0].type == target
+    ):
+        return cast.results[0]
     cast = UnrealizedConversionCastOp.get([value], [target])
-    _insert(rewriter, cast, before)
+    Rewriter.insert_op(cast, _after_def(value))
+    _CASTS[value] = cast
     return cast.results[0]
 
 
@@ -128,13 +151,6 @@ def operands_to_llvm(
     values: Sequence[SSAValue], rewriter: PatternRewriter | None, before: Operation
 ) -> list[SSAValue]:
     return [to_llvm(v, rewriter, before) for v in values]
-
-
-def _insert(rewriter: PatternRewriter | None, op: Operation, before: Operation) -> None:
-    if rewriter is not None:
-        rewriter.insert(op, InsertPoint.before(before))
-    else:
-        Rewriter.insert_op(op, InsertPoint.before(before))
 
 
 def from_llvm(
@@ -184,14 +200,18 @@ def check_legal(module: Operation, dialects: Iterable[str]) -> None:
             raise DiagnosticException(f"failed to legalize operation '{op.name}'")
 
 
-def reconcile_casts(module: Operation) -> None:
+def reconcile_casts(
+    module: Operation, casts: list[UnrealizedConversionCastOp] | None = None
+) -> None:
     """Fold `A -> B -> A` cast chains, identity casts and unused casts, to a fixpoint.
 
     (xDSL's reconcile-unrealized-casts does not terminate on some chains through block
-    arguments, so this is a small explicit version.)"""
+    arguments, so this is a small explicit version.) `casts`: every cast of `module` in walk
+    order, when the caller has walked it already."""
     # Only casts change (none is created or moved): iterate over them, in walk order, instead of
     # walking the whole module once per round.
-    casts = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
+    if casts is None:
+        casts = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
     changed = True
     while changed:
         changed = False
@@ -222,6 +242,17 @@ def reconcile_casts(module: Operation) -> None:
 
 
 def finalize(module: ModuleOp, dialects: Iterable[str]) -> None:
-    """Fold cast pairs left by the rewrite and check that `dialects` are gone."""
-    reconcile_casts(module)
-    check_legal(module, dialects)
+    """Fold cast pairs left by the rewrite and check that `dialects` are gone (one walk: folding
+    casts neither creates nor removes an op of `dialects`)."""
+    _CASTS.clear()
+    prefixes = tuple(d + "." for d in dialects)
+    casts: list[UnrealizedConversionCastOp] = []
+    illegal: Operation | None = None
+    for op in module.walk():
+        if isinstance(op, UnrealizedConversionCastOp):
+            casts.append(op)
+        elif illegal is None and op.name.startswith(prefixes):
+            illegal = op
+    reconcile_casts(module, casts)
+    if illegal is not None:
+        raise DiagnosticException(f"failed to legalize operation '{illegal.name}'")

@@ -23,6 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    UnrealizedConversionCastOp,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
@@ -31,13 +32,10 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.utils.fast_math import FastMathFlag
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
@@ -208,10 +206,20 @@ class LowerArithOp(RewritePattern):
     fast_math: bool = False
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not op.name.startswith("arith."):
+        lowered = self.lower(op)
+        if lowered is None:
             return
+        new_ops, result = lowered
+        casts, values = from_llvm([result], [op.results[0].type])
+        rewriter.replace(op, new_ops + casts, values)
+
+    def lower(self, op: Operation) -> tuple[list[Operation], SSAValue] | None:
+        """(new llvm ops, the llvm value of the result), or None for an op left to the legality
+        check. The new ops are not inserted yet; casts for operands may be."""
+        if not op.name.startswith("arith."):
+            return None
         kind = type(op)
-        args = operands_to_llvm(op.operands, rewriter, op)
+        args = operands_to_llvm(op.operands, None, op)
         new_ops: list[Operation]
         result: SSAValue | None = None
         if isinstance(op, arith.ConstantOp):
@@ -248,11 +256,47 @@ class LowerArithOp(RewritePattern):
             if not new_ops:
                 result = args[0]
         else:
-            return  # left for the legality check to report
+            return None  # left for the legality check to report
         if result is None:
             result = new_ops[-1].results[0]
-        casts, values = from_llvm([result], [op.results[0].type])
-        rewriter.replace(op, new_ops + casts, values)
+        return new_ops, result
+
+
+def _replace_result(op: Operation, new_ops: list[Operation], new: SSAValue) -> None:
+    """Insert `new_ops` before `op`, give its users `new` (the LLVM-typed result), erase `op`.
+
+    Users that read the result through an `index -> i64` cast (earlier lowerings) and arith ops
+    still to be lowered by this pass (they read operands through `to_llvm`) take `new`
+    directly; only other users (cf, func) get a cast back to the source type."""
+    if new_ops:
+        Rewriter.insert_op(new_ops, InsertPoint.before(op))
+    old = op.results[0]
+    if old.type == new.type:
+        old.replace_all_uses_with(new)
+    else:
+        back: SSAValue | None = None
+        for use in list(old.uses):
+            user = use.operation
+            if (
+                isinstance(user, UnrealizedConversionCastOp)
+                and len(user.operands) == 1
+                and len(user.results) == 1
+                and user.results[0].type == new.type
+            ):
+                user.results[0].replace_all_uses_with(new)
+                user.detach()
+                user.erase()
+            elif user.name.startswith("arith."):
+                user.operands[use.index] = new
+            else:
+                if back is None:
+                    cast = UnrealizedConversionCastOp.get([new], [old.type])
+                    Rewriter.insert_op(cast, InsertPoint.after(new.owner) if isinstance(new, OpResult)
+                                       else InsertPoint.before(op))
+                    back = cast.results[0]
+                user.operands[use.index] = back
+    op.detach()
+    op.erase()
 
 
 @dataclass(frozen=True)
@@ -265,5 +309,11 @@ class ConvertArithToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        PatternRewriteWalker(LowerArithOp(self.fast_math), apply_recursively=False).rewrite_module(op)
+        lowering = LowerArithOp(self.fast_math)
+        # One walk, then a plain loop (a PatternRewriteWalker costs a worklist and rewriter
+        # bookkeeping per op of the module, for the few ops that are arith).
+        for arith_op in [o for o in op.walk() if o.name.startswith("arith.")]:
+            lowered = lowering.lower(arith_op)
+            if lowered is not None:
+                _replace_result(arith_op, *lowered)
         finalize(op, ("arith",))

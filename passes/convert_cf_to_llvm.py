@@ -20,12 +20,7 @@ from xdsl.dialects import cf, llvm
 from xdsl.dialects.builtin import ModuleOp, SymbolTable
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from minimlir.passes import _llvm_ext as ext
@@ -54,12 +49,14 @@ class LowerCondBranch(RewritePattern):
 @dataclass
 class LowerAssert(RewritePattern):
     module: ModuleOp
+    declared: bool = False  # @abort is known to be declared (lookup_symbol scans the module)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cf.AssertOp, rewriter: PatternRewriter) -> None:
-        if SymbolTable.lookup_symbol(self.module, "abort") is None:
+        if not self.declared and SymbolTable.lookup_symbol(self.module, "abort") is None:
             decl = llvm.FuncOp("abort", llvm.LLVMFunctionType([]), linkage=llvm.LinkageAttr("external"))
             Rewriter.insert_op(decl, InsertPoint.at_end(self.module.body.block))
+        self.declared = True
         block = op.parent_block()
         assert block is not None and block.parent is not None
         # split: everything after the assert moves to ^cont
@@ -84,7 +81,16 @@ class ConvertCfToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        PatternRewriteWalker(LowerAssert(op), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(LowerBranch(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(LowerCondBranch(), apply_recursively=False).rewrite_module(op)
+        # One walk finds the few cf ops (three PatternRewriteWalkers cost three worklists of the
+        # whole module); asserts first, as they split blocks, then the branches.
+        ops = [o for o in op.walk() if isinstance(o, cf.AssertOp | cf.BranchOp | cf.ConditionalBranchOp)]
+        lower_assert = LowerAssert(op)
+        for o in ops:
+            if isinstance(o, cf.AssertOp):
+                lower_assert.match_and_rewrite(o, PatternRewriter(o))
+        for o in ops:
+            if isinstance(o, cf.BranchOp):
+                LowerBranch().match_and_rewrite(o, PatternRewriter(o))
+            elif isinstance(o, cf.ConditionalBranchOp):
+                LowerCondBranch().match_and_rewrite(o, PatternRewriter(o))
         finalize(op, ("cf",))

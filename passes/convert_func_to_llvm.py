@@ -31,12 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.passes import _llvm_ext as ext
@@ -184,7 +179,11 @@ class ConvertFuncToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        PatternRewriteWalker(LowerCall(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(LowerReturn(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(LowerFunc(), apply_recursively=False).rewrite_module(op)
+        # One walk finds the func ops (three PatternRewriteWalkers cost three worklists of the
+        # whole module); calls and returns first, then the functions (whose bodies move).
+        ops = [o for o in op.walk() if isinstance(o, func.CallOp | func.ReturnOp | func.FuncOp)]
+        for pattern, kind in ((LowerCall(), func.CallOp), (LowerReturn(), func.ReturnOp), (LowerFunc(), func.FuncOp)):
+            for o in ops:
+                if isinstance(o, kind):
+                    pattern.match_and_rewrite(o, PatternRewriter(o))
         finalize(op, ("func",))

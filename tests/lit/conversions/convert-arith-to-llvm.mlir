@@ -28,9 +28,9 @@ func.func @float_ops(%a: f32, %b: f32) -> f32 {
 // Index values become i64; an index function argument is cast at the boundary.
 // CHECK-LABEL: func.func @index_ops
 // CHECK-SAME:    (%[[I:.*]]: index)
-// CHECK-NEXT:    %[[C:.*]] = llvm.mlir.constant(4) : i64
-// CHECK-NEXT:    %[[II:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
-// CHECK-NEXT:    %[[M:.*]] = llvm.mul %[[II]], %[[C]] : i64
+// CHECK-DAG:     %[[II:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
+// CHECK-DAG:     %[[C:.*]] = llvm.mlir.constant(4) : i64
+// CHECK:         %[[M:.*]] = llvm.mul %[[II]], %[[C]] : i64
 // CHECK-NEXT:    %[[T:.*]] = llvm.trunc %[[M]] : i64 to i32
 // CHECK-NEXT:    func.return %[[T]] : i32
 func.func @index_ops(%i: index) -> i32 {
