@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsolatedFromAbove
 
-from minimlir.dialects.loop import KERNEL_ATTR, BlockOp, ForOp
+from minimlir.dialects.loop import KERNEL_ATTR, BlockOp, ForOp, YieldOp
 
 _MIN, _MAX = -(2**63), 2**63 - 1
 _INDEX = IndexType()
@@ -98,6 +98,29 @@ _REMS = frozenset({"arith.remsi", "arith.remui"})
 _REASSOC = frozenset({"arith.addi", "arith.muli"})
 
 
+def _inline_block(op: BlockOp) -> Operation | None:
+    """Replace a `loop.block` without init region by its body, every iteration variable
+    replaced by its binding (what convert-loop-to-llvm does); returns the first inlined op."""
+    body = op.body.block
+    for arg, b in zip(body.args, op.bindings):
+        if arg.first_use is not None:
+            arg.replace_all_uses_with(b)
+    parent = op.parent
+    assert parent is not None
+    first: Operation | None = None
+    inner = body.first_op
+    while inner is not None:
+        nxt = inner.next_op
+        if not isinstance(inner, YieldOp):
+            inner.detach()
+            parent.insert_op_before(inner, op)
+            first = first or inner
+        inner = nxt
+    op.detach()
+    op.erase()
+    return first
+
+
 def _is_parallel_step(v: SSAValue) -> bool:
     """Is `v` the step of a parallel loop? loop-outline-parallel turns that step into an argument
     of the outlined body and rewires every use of the value inside the loop to it: a constant
@@ -111,7 +134,8 @@ def _is_parallel_step(v: SSAValue) -> bool:
 
 
 class _KernelFolder:
-    def __init__(self, kernel: Operation):
+    def __init__(self, kernel: Operation, inline_blocks: bool):
+        self.inline_blocks = inline_blocks
         self.entry: Block = kernel.regions[0].blocks.first  # type: ignore[assignment]
         self.consts: dict[Attribute, SSAValue] = {}  # value attribute -> the hoisted constant
         self.ival: dict[SSAValue, int] = {}  # index constants
@@ -250,7 +274,7 @@ class _KernelFolder:
         for k, b in enumerate(op.bindings):
             if b in self.ival:
                 for region in op.regions:
-                    if region.blocks:
+                    if region.blocks and region.block.args[k].first_use is not None:
                         region.block.args[k].replace_all_uses_with(b)
 
     # -- the walk -----------------------------------------------------------------------------
@@ -272,6 +296,10 @@ class _KernelFolder:
                 if op.dialect_name() == "arith":
                     self.arith_ops.append(op)
                 elif isinstance(op, BlockOp):
+                    if self.inline_blocks and not op.has_init:
+                        nxt = _inline_block(op) or nxt  # walk on from the inlined body
+                        op = nxt
+                        continue
                     self._constant_bindings(op)
                 if op.regions and not op.has_trait(IsolatedFromAbove):
                     for region in op.regions:
@@ -294,14 +322,15 @@ class _KernelFolder:
                 op.erase()
 
 
-def fold_kernel(kernel: Operation) -> None:
-    """Fold, deduplicate and clean up the index arithmetic of one kernel (see the module doc)."""
+def fold_kernel(kernel: Operation, inline_blocks: bool = False) -> None:
+    """Fold, deduplicate and clean up the index arithmetic of one kernel (see the module doc);
+    with `inline_blocks`, also inline every `loop.block` without init region."""
     if kernel.regions and kernel.regions[0].blocks:
-        _KernelFolder(kernel).run()
+        _KernelFolder(kernel, inline_blocks).run()
 
 
-def fold_index_arith(module: ModuleOp) -> None:
+def fold_index_arith(module: ModuleOp, inline_blocks: bool = False) -> None:
     """`fold_kernel` on every `loop.kernel` function of `module`."""
     for op in module.body.block.ops:
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes:
-            fold_kernel(op)
+            fold_kernel(op, inline_blocks)

@@ -106,7 +106,7 @@ def lower_scheduled(module: ModuleOp, width: int) -> None:
         if isinstance(for_op, loop.ForOp):
             for_op.attributes.pop(VECTOR_WIDTH_ATTR, None)
     inline_single_trip_loops(module)
-    fold_index_arith(module)
+    fold_index_arith(module, inline_blocks=True)
 
 
 def inline_single_trip_loops(module: ModuleOp) -> None:

@@ -23,7 +23,7 @@
 // CHECK:                       mem.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : f32, memref<12x32xf32>
 
 // LOWER-LABEL: func.func private @matmul
-// LOWER:         loop.block "matmul"
+// LOWER-NOT:     loop.block "matmul"
 // LOWER:           mem.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<12x8xf32> -> f32
 // LOWER-NEXT:      mem.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<8x32xf32> -> vector<8xf32>
 // LOWER-NEXT:      mem.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x16xf32> -> vector<8xf32>
