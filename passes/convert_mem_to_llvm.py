@@ -292,6 +292,7 @@ class MemLowering:
         self.i64_of: dict[SSAValue, SSAValue] = {}  # index value -> its i64 view
         self.scaled: dict[tuple[SSAValue, int], SSAValue] = {}  # (i64 value, stride) -> product
         self.sums: dict[tuple, SSAValue] = {}  # (block, terms, constant) -> linear offset
+        self.bases: dict[tuple, SSAValue] = {}  # (block, ptr, element type, terms) -> gep
         self.memref_casts: list[Operation] = []  # the casts that rebuild memrefs (erased at the end)
 
     # ------------------------------------------------------------ shared values
@@ -433,8 +434,9 @@ class MemLowering:
     ) -> tuple[SSAValue, MemRefType]:
         """Pointer to element [indices] of the memref operand (row-major linear gep).
 
-        Static shape: offset = sum(i_k * stride_k) with constant indices folded into one
-        constant; each i_k * stride_k is built once per function. Dynamic shape: Horner form
+        Static shape: gep(gep(ptr, sum(i_k * stride_k)), c) with the constant indices folded
+        into the constant c; each i_k * stride_k is built once per function, the inner gep once
+        per block. Dynamic shape: one gep, Horner form
         ((i_0 * d_1 + i_1) * d_2 + i_2)…"""
         t = _memref_type(op.operands[memref_index])
         ptr, dyn = self.desc(op, memref_index)
@@ -450,7 +452,15 @@ class MemLowering:
                     offset += c * stride
                 elif stride:
                     terms.append(self.scale(self.as_i64(idx), stride))
-            return b.gep(ptr, self.linear_sum(b, terms, offset), elem), t
+            if not terms:
+                return b.gep(ptr, offset, elem), t
+            # base = ptr + sum(terms), shared within the block; the constant part is the
+            # gep's own constant index (both in bounds: indices and strides are >= 0)
+            key = (b.anchor.parent, ptr, elem, *terms)
+            base = self.bases.get(key)
+            if base is None:
+                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
+            return b.gep(base, offset, elem), t
         dims = _dims(t, dyn)
         linear: Dim = 0
         for k, idx in enumerate(indices):

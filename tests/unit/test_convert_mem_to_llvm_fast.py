@@ -44,14 +44,19 @@ def test_constant_part_is_summed_once():
     func.func @k(%a: memref<4x8x2xf32>, %i: index) attributes {loop.kernel} {
       %c1 = arith.constant 1 : index
       %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
       %v = mem.load %a[%c1, %i, %c3] : memref<4x8x2xf32> -> f32
+      %w = mem.load %a[%c5, %i, %c3] : memref<4x8x2xf32> -> f32
       func.return
     }""")
     (mul,) = _ops(m, llvm.MulOp)
-    (add,) = _ops(m, llvm.AddOp)
-    assert add.lhs is mul.res
-    offset = add.rhs.owner
-    assert isinstance(offset, llvm.ConstantOp) and offset.value.value.data == 1 * 16 + 3
+    assert not _ops(m, llvm.AddOp)
+    # one base gep (a + i * 2) for both loads, each adds its constant part in its own gep
+    base, first, second = _ops(m, llvm.GEPOp)
+    assert base.ssa_indices[0] is mul.res
+    assert first.ptr is base.result and second.ptr is base.result
+    assert list(first.rawConstantIndices.iter_values()) == [1 * 16 + 3]
+    assert list(second.rawConstantIndices.iter_values()) == [5 * 16 + 3]
 
 
 def test_casts_products_and_constants_are_shared():
