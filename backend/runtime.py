@@ -788,8 +788,11 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
         ir_text, sigs = module
         _load_symbol_providers()  # the lowering ran in other processes
     else:
+        from minimlir.tools._pipeline import fewer_gc_passes
+
         sigs = jit.signatures(module)
-        ir_text = jit.to_llvm_ir(module, copy=False)
+        with fewer_gc_passes():
+            ir_text = jit.to_llvm_ir(module, copy=False)
     t1 = time.perf_counter()
     with jit._llvm_lock:
         tm = _target.target_machine(opt_level)

@@ -168,7 +168,10 @@ def _work(index: int, kernels: list[str] | None) -> tuple:
 
 
 def _task(index: int, kernels: list[str] | None) -> tuple:
-    return _work(index, kernels)  # looked up in the worker (what the pool pickles is this name)
+    from minimlir.tools._pipeline import fewer_gc_passes
+
+    with fewer_gc_passes():  # the translation to LLVM IR too
+        return _work(index, kernels)  # looked up in the worker (what the pool pickles is this name)
 
 
 def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: str | None,
