@@ -16,18 +16,27 @@ each `loop.kernel` function:
     %c1_2 = arith.constant 1 : index           // a duplicate constant     -> the one hoisted
                                                //   to the top of the kernel's entry block
 
-then erases the pure `arith` ops whose results ended up unused. Only ops on `index` are
+An iteration variable of a `loop.block` bound to a constant is replaced by that constant in
+the body and init region. With `inline_blocks=True` (what `lower_scheduled` uses), a
+`loop.block` without init region is replaced by its body, iteration variables by their
+bindings, exactly as convert-loop-to-llvm would later: after the schedule is lowered no pass
+but that one looks at blocks, and each left-over block costs two ops (block + yield) in every
+pass until then. Blocks with an init region stay (their init runs under a condition).
+
+Finally the pure `arith` ops whose results ended up unused are erased. Only ops on `index` are
 folded; a division or remainder by a constant 0 is left alone (it is UB, not a value), and so
 is a result that does not fit in 64 bits. Constants are deduplicated by their value attribute
-(any type: LLVM makes them immediates, never instructions). Regions isolated from above are
-not entered. Plain Python on the op lists, no pattern walker: modules have 150k ops.
+(any type: LLVM makes them immediates, never instructions), except the step of a parallel
+loop, which loop-outline-parallel turns into an argument of the outlined body. Regions
+isolated from above are not entered. Plain Python on the op lists, no pattern walker: modules
+have 150k ops.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue, SSAValues
 from xdsl.traits import IsolatedFromAbove
 
 from minimlir.dialects.loop import KERNEL_ATTR, BlockOp, ForOp, YieldOp
@@ -98,13 +107,28 @@ _REMS = frozenset({"arith.remsi", "arith.remui"})
 _REASSOC = frozenset({"arith.addi", "arith.muli"})
 
 
+def _rauw(old: SSAValue, new: SSAValue) -> None:
+    """`old.replace_all_uses_with(new)` without its per-use bookkeeping: every use moves, so
+    the use list is handed over whole (xDSL 0.74 internals; the pin is in pyproject.toml)."""
+    use = old.first_use
+    while use is not None:
+        nxt = use._next_use  # pyright: ignore[reportPrivateUsage]
+        op, i = use.operation, use.index
+        operands = list(op._operands)  # pyright: ignore[reportPrivateUsage]
+        operands[i] = new
+        op._operands = SSAValues(operands)  # pyright: ignore[reportPrivateUsage]
+        new.add_use(use)
+        use = nxt
+    old.first_use = None
+
+
 def _inline_block(op: BlockOp) -> Operation | None:
     """Replace a `loop.block` without init region by its body, every iteration variable
     replaced by its binding (what convert-loop-to-llvm does); returns the first inlined op."""
     body = op.body.block
     for arg, b in zip(body.args, op.bindings):
         if arg.first_use is not None:
-            arg.replace_all_uses_with(b)
+            _rauw(arg, b)
     parent = op.parent
     assert parent is not None
     first: Operation | None = None
@@ -139,6 +163,7 @@ class _KernelFolder:
         self.entry: Block = kernel.regions[0].blocks.first  # type: ignore[assignment]
         self.consts: dict[Attribute, SSAValue] = {}  # value attribute -> the hoisted constant
         self.ival: dict[SSAValue, int] = {}  # index constants
+        self.int_consts: dict[int, SSAValue] = {}  # const(value) memo
         self.hoist_after: Operation | None = None  # last hoisted constant
         self.cse: dict[tuple, SSAValue] = {}
         self.arith_ops: list[Operation] = []  # every arith op seen, in walk order
@@ -159,6 +184,9 @@ class _KernelFolder:
         self.hoist_after = op
 
     def const(self, value: int) -> SSAValue:
+        v = self.int_consts.get(value)
+        if v is not None:
+            return v
         attr = IntegerAttr(value, _INDEX)
         v = self.consts.get(attr)
         if v is None:
@@ -167,6 +195,7 @@ class _KernelFolder:
             v = self.consts[attr] = op.result
             self.ival[v] = value
             self.arith_ops.append(op)
+        self.int_consts[value] = v
         return v
 
     def _constant(self, op: arith.ConstantOp) -> None:
@@ -176,7 +205,7 @@ class _KernelFolder:
         attr = op.value
         v = self.consts.get(attr)
         if v is not None:
-            op.result.replace_all_uses_with(v)
+            _rauw(op.result, v)
             op.detach()
             op.erase()
             return
@@ -239,7 +268,7 @@ class _KernelFolder:
     def _index_op(self, op: Operation) -> None:
         v = self._fold(op)
         if v is not None:
-            op.results[0].replace_all_uses_with(v)
+            _rauw(op.results[0], v)
             op.detach()
             op.erase()
             return
@@ -247,7 +276,7 @@ class _KernelFolder:
             self._reassociate(op)
             v = self._fold(op)  # x + (c1 + c2) with c1 + c2 == 0
             if v is not None:
-                op.results[0].replace_all_uses_with(v)
+                _rauw(op.results[0], v)
                 op.detach()
                 op.erase()
                 return
@@ -260,7 +289,7 @@ class _KernelFolder:
         key = (op.name, operands, tuple(sorted(op.properties.items())))
         v = self.cse.get(key)
         if v is not None:
-            op.results[0].replace_all_uses_with(v)
+            _rauw(op.results[0], v)
             op.detach()
             op.erase()
             return
@@ -275,7 +304,7 @@ class _KernelFolder:
             if b in self.ival:
                 for region in op.regions:
                     if region.blocks and region.block.args[k].first_use is not None:
-                        region.block.args[k].replace_all_uses_with(b)
+                        _rauw(region.block.args[k], b)
 
     # -- the walk -----------------------------------------------------------------------------
     def block(self, block: Block) -> None:
