@@ -110,6 +110,8 @@ _REASSOC = frozenset({"arith.addi", "arith.muli"})
 def _rauw(old: SSAValue, new: SSAValue) -> None:
     """`old.replace_all_uses_with(new)` without its per-use bookkeeping: every use moves, so
     the use list is handed over whole (xDSL 0.74 internals; the pin is in pyproject.toml)."""
+    if old is new:
+        return
     use = old.first_use
     while use is not None:
         nxt = use._next_use  # pyright: ignore[reportPrivateUsage]
