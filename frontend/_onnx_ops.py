@@ -1070,8 +1070,13 @@ def emit_conv(n: NodeView) -> list:
     auto_pad is resolved to explicit pads; 1-D conv: graph.reshape x (N,C,L)->(N,C,1,L) and w
     (O,C/g,K)->(O,C/g,1,K), conv2d, reshape back."""
     cx = n.cx
-    x, w = _ssa(n, 0), _ssa(n, 1)
-    b = cx.ssa(n.input(2)) if n.input(2) is not None else None
+    folded = _conv_batch_norm(n)
+    x = _ssa(n, 0)
+    if folded is not None:
+        w, b = cx.ssa(folded[0]), cx.ssa(folded[1])
+    else:
+        w = _ssa(n, 1)
+        b = cx.ssa(n.input(2)) if n.input(2) is not None else None
     rank = len(_shape(x))
     k = rank - 2
     if k not in (1, 2):
@@ -1098,7 +1103,59 @@ def emit_conv(n: NodeView) -> list:
             group=group,
         )
     )
-    return [_squeeze_spatial(cx, y) if k == 1 else y]
+    out = _squeeze_spatial(cx, y) if k == 1 else y
+    if folded is not None:
+        cx.aliases[folded[2]] = cx.from_ssa(out)
+    return [out]
+
+
+def _batch_norm_consts(cx: Importer, bn: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale, shift) of an inference BatchNormalization whose parameters are all known weights:
+    y = x * scale + shift per channel, computed in float64 (None: not foldable)."""
+    if bool(_attr(bn, "training_mode", 0)) or len([o for o in bn.output if o]) != 1:
+        return None
+    vals = [cx.values.get(i) if i else None for i in bn.input[1:5]]
+    if len(vals) != 4 or any(v is None or v.const is None for v in vals):
+        return None
+    gamma, beta, mean, var = (v.const.astype(np.float64).reshape(-1) for v in vals)  # type: ignore[union-attr]
+    eps = float(_attr(bn, "epsilon", 1e-5))
+    scale = gamma / np.sqrt(var + eps)
+    return scale, beta - mean * scale
+
+
+def _conv_batch_norm(n: NodeView):
+    """Conv followed by an inference BatchNormalization that is its only reader, with known weights
+    (ONNX Runtime's Conv+BN fusion): (w * scale per output channel, (b - mean) * scale + beta, the
+    BatchNormalization's output name), folded once at import time; else None. The BN node is then
+    not emitted: its output is the Conv's."""
+    cx = n.cx
+    out = n.proto.output[0]
+    readers = cx.consumers(out)
+    if not readers or len(readers) != 1 or readers[0].op_type != "BatchNormalization":
+        return None
+    bn = readers[0]
+    if bn.input[0] != out or (bn.domain or "") not in ("", "ai.onnx"):
+        return None
+    w, b = n.input(1), n.input(2)
+    if w is None or w.const is None or (b is not None and b.const is None) or w.const.dtype.kind != "f":
+        return None
+    consts = _batch_norm_consts(cx, bn)
+    if consts is None:
+        return None
+    scale, shift = consts
+    if scale.shape[0] != w.const.shape[0]:
+        return None
+    dtype = w.const.dtype
+    wf = (w.const.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.const.ndim - 1))).astype(dtype)
+    bias0 = b.const.astype(np.float64).reshape(-1) if b is not None else 0.0
+    bf = (bias0 * scale + shift).astype(dtype)
+    name = bn.output[0]
+    wv = cx.from_const(np.ascontiguousarray(wf), is_weight=True, name=f"{name}.conv_weight")
+    bv = cx.from_const(bf, is_weight=True, name=f"{name}.conv_bias")
+    for v in (wv, bv):
+        if w.name in cx.weight_locs:
+            cx.weight_locs.setdefault(v.name, cx.weight_locs[w.name])
+    return wv, bv, name
 
 
 def _check_maxpool(node, opset):
@@ -1213,6 +1270,18 @@ def emit_batch_norm(n: NodeView) -> list:
     mean * momentum + m * (1 - momentum) and var * momentum + v * (1 - momentum)."""
     cx = n.cx
     eps = float(n.attr("epsilon", 1e-5))
+    consts = _batch_norm_consts(cx, n.proto)
+    x = n.input(0)
+    if consts is not None and x is not None and x.rank >= 2 and _DTYPES.get(x.elem_type, (None,))[0] is not None:
+        # known statistics: y = x * scale + shift, computed once here (no sqrt and divide per element)
+        dtype = _DTYPES[x.elem_type][0]
+        if dtype.kind == "f":
+            shape = (-1,) + (1,) * (x.rank - 2)
+            name = n.proto.output[0]
+            sv = cx.from_const(consts[0].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.scale")
+            tv = cx.from_const(consts[1].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.shift")
+            y = cx.emit1(graph.MulOp(cx.ssa(x), cx.ssa(sv)))
+            return [cx.emit1(graph.AddOp(y, cx.ssa(tv)))]
     args = [_ssa(n, i) for i in range(5)]
     if not n.attr("training_mode", 0):
         return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]

@@ -318,9 +318,27 @@ class Importer:
     """Index values read from tensor data (`read_indices`): unlike dims they may be 0 or negative."""
     weight_locs: dict[str, Attribute] = field(default_factory=dict)
     """Location of each weight (initializer or Constant node), used when it is materialized."""
+    aliases: dict[str, Value] = field(default_factory=dict)
+    """Outputs of nodes another node's emitter has absorbed (a BatchNormalization folded into the
+    Conv before it): the node is not emitted, its output is this value."""
+    _consumers: dict[str, list[onnx.NodeProto]] | None = None
     derived: dict[tuple[str, str], Value] = field(default_factory=dict)
     """Weights computed from weights inside an emitter ((weight name, what) -> value), e.g. Gemm's
     transposed B: one folded copy however many nodes use it."""
+
+    def consumers(self, name: str) -> list[onnx.NodeProto] | None:
+        """The nodes reading value `name`; None when it is a graph output (read outside too)."""
+        if self._consumers is None:
+            self._consumers = {}
+            for node in self.model.graph.node:
+                for i in node.input:
+                    if i:
+                        self._consumers.setdefault(i, []).append(node)
+            for vi in self.model.graph.output:
+                self._consumers[vi.name] = None  # type: ignore[assignment]
+        if name in self._consumers and self._consumers[name] is None:
+            return None
+        return self._consumers.get(name, [])
 
     def derived_weight(self, v: Value, what: str, fn) -> Value:
         """The weight `fn(v.const)`, named "<v.name>.<what>", computed once per (weight, what)."""
@@ -782,6 +800,10 @@ def _build(cx: Importer) -> ModuleOp:
             poisoned.update(node.output)
             continue
         cx.loc = _location(label, cx.file_label, index + 1)
+        if node.output and node.output[0] in cx.aliases:
+            cx.values[node.output[0]] = cx.aliases.pop(node.output[0])
+            cx.loc = None
+            continue
         view = NodeView(node, opset, [cx.values[i] if i else None for i in node.input], cx)
         try:
             outs = _fold_weights(cx, view)

@@ -595,3 +595,64 @@ def test_reshape_of_an_empty_tensor_to_run_time_dims_verifies():
     m = model([node], [vi("x", T.FLOAT, [0, 3, 4]), vi("s", T.INT64, [3])], [vi("y", T.FLOAT, None)], opset=14)
     module, _ = import_onnx(m)
     assert result_shape(module) == [Q, Q, Q]
+
+
+def _bn_inits(c, rng, prefix="bn"):
+    return [
+        init(f"{prefix}_s", rng.uniform(0.5, 1.5, c).astype(np.float32)),
+        init(f"{prefix}_b", rng.standard_normal(c).astype(np.float32)),
+        init(f"{prefix}_m", rng.standard_normal(c).astype(np.float32)),
+        init(f"{prefix}_v", rng.uniform(0.5, 2.0, c).astype(np.float32)),
+    ]
+
+
+def _bn(x, y, prefix="bn"):
+    return h.make_node("BatchNormalization", [x, f"{prefix}_s", f"{prefix}_b", f"{prefix}_m", f"{prefix}_v"], [y],
+                       epsilon=1e-3)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_then_batch_norm_folds_into_the_conv_weights(with_bias):
+    import onnxruntime as ort
+
+    from minimlir.frontend import compile as compile_model
+
+    rng = np.random.default_rng(3)
+    inits = [init("w", rng.standard_normal((24, 3, 3, 3)).astype(np.float32)), *_bn_inits(24, rng)]
+    conv_in = ["x", "w"]
+    if with_bias:
+        inits.append(init("cb", rng.standard_normal(24).astype(np.float32)))
+        conv_in.append("cb")
+    nodes = [h.make_node("Conv", conv_in, ["c"], pads=[1, 1, 1, 1]), _bn("c", "y")]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 3, 8, 8])], [vi("y", T.FLOAT, None)], inits)
+    module, params = import_onnx(m)
+    assert names(module) == ["graph.param", "graph.param", "graph.conv2d", "func.return"]
+    assert sorted(params) == ["y.conv_bias", "y.conv_weight"]
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(compile_model(m, cache=False)(x)[0], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_with_known_statistics_is_a_scale_and_shift():
+    import onnxruntime as ort
+
+    from minimlir.frontend import compile as compile_model
+
+    rng = np.random.default_rng(4)
+    # the Conv output has two readers: the BN is not folded into it, but its statistics are known
+    inits = [init("w", rng.standard_normal((20, 3, 1, 1)).astype(np.float32)), *_bn_inits(20, rng)]
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"]), _bn("c", "n"), h.make_node("Add", ["n", "c"], ["y"])]
+    m = model(nodes, [vi("x", T.FLOAT, [2, 3, 5, 5])], [vi("y", T.FLOAT, None)], inits)
+    module, params = import_onnx(m)
+    assert "graph.batch_norm" not in names(module)
+    assert {"n.scale", "n.shift"} <= set(params) and params["n.scale"].shape == (20, 1, 1)
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(compile_model(m, cache=False)(x)[0], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_of_run_time_statistics_stays_batch_norm():
+    nodes = [h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])]
+    ins = [vi("x", T.FLOAT, [2, 3, 4]), *(vi(n, T.FLOAT, [3]) for n in "sbmv")]
+    module, _ = import_onnx(model(nodes, ins, [vi("y", T.FLOAT, None)]))
+    assert names(module) == ["graph.batch_norm", "func.return"]
