@@ -1105,7 +1105,8 @@ def emit_conv(n: NodeView) -> list:
     )
     out = _squeeze_spatial(cx, y) if k == 1 else y
     if folded is not None:
-        cx.aliases[folded[2]] = cx.from_ssa(out)
+        for name in folded[2]:
+            cx.aliases[name] = cx.from_ssa(out)
     return [out]
 
 
@@ -1123,39 +1124,77 @@ def _batch_norm_consts(cx: Importer, bn: onnx.NodeProto) -> tuple[np.ndarray, np
     return scale, beta - mean * scale
 
 
+def _per_channel(cx: Importer, node: onnx.NodeProto, current: str, channels: int, rank: int) -> np.ndarray | None:
+    """The other operand of a binary `node` reading `current`, as one float64 value per channel
+    (dim 1 of a rank-`rank` tensor), when it is a known weight that broadcasts that way; else None."""
+    others = [i for i in node.input if i != current]
+    if len(node.input) != 2 or len(others) != 1 or node.input[0] != current and node.op_type == "Sub":
+        return None
+    v = cx.values.get(others[0])
+    if v is None or v.const is None or v.const.dtype.kind != "f" or v.const.ndim > rank:
+        return None
+    shape = (1,) * (rank - v.const.ndim) + tuple(v.const.shape)
+    if shape[0] != 1 or any(d != 1 for d in shape[2:]) or shape[1] not in (1, channels):
+        return None
+    return np.broadcast_to(v.const.astype(np.float64).reshape(-1), (channels,))
+
+
 def _conv_batch_norm(n: NodeView):
-    """Conv followed by an inference BatchNormalization that is its only reader, with known weights
-    (ONNX Runtime's Conv+BN fusion): (w * scale per output channel, (b - mean) * scale + beta, the
-    BatchNormalization's output name), folded once at import time; else None. The BN node is then
-    not emitted: its output is the Conv's."""
+    """Conv followed by a chain of per-channel affine ops, each the only reader of the one before:
+    inference BatchNormalization with known statistics, Mul / Add / Sub by a known per-channel (or
+    scalar) weight. They fold into the Conv's weight and bias once, at import time (ONNX Runtime's
+    Conv+BN / Conv+Mul / Conv+Add fusions): (folded weight, folded bias, names of the absorbed
+    outputs), else None. The absorbed nodes are not emitted: their outputs are the Conv's."""
     cx = n.cx
-    out = n.proto.output[0]
-    readers = cx.consumers(out)
-    if not readers or len(readers) != 1 or readers[0].op_type != "BatchNormalization":
-        return None
-    bn = readers[0]
-    if bn.input[0] != out or (bn.domain or "") not in ("", "ai.onnx"):
-        return None
     w, b = n.input(1), n.input(2)
     if w is None or w.const is None or (b is not None and b.const is None) or w.const.dtype.kind != "f":
         return None
-    consts = _batch_norm_consts(cx, bn)
-    if consts is None:
-        return None
-    scale, shift = consts
-    if scale.shape[0] != w.const.shape[0]:
+    channels = w.const.shape[0]
+    rank = w.const.ndim  # the Conv output has the weight's rank
+    scale = np.ones(channels)
+    shift = b.const.astype(np.float64).reshape(-1) if b is not None else np.zeros(channels)
+    current, absorbed = n.proto.output[0], []
+    while True:
+        readers = cx.consumers(current)
+        if not readers or len(readers) != 1 or (readers[0].domain or "") not in ("", "ai.onnx"):
+            break
+        nxt = readers[0]
+        outs = [o for o in nxt.output if o]
+        if len(outs) != 1 or nxt.output[0] != outs[0]:
+            break
+        if nxt.op_type == "BatchNormalization" and nxt.input[0] == current:
+            consts = _batch_norm_consts(cx, nxt)
+            if consts is None or consts[0].shape[0] != channels:
+                break
+            s_, t_ = consts
+        elif nxt.op_type in ("Mul", "Add", "Sub"):
+            c = _per_channel(cx, nxt, current, channels, rank)
+            if c is None:
+                break
+            s_, t_ = (c, np.zeros(channels)) if nxt.op_type == "Mul" else (
+                np.ones(channels), c if nxt.op_type == "Add" else -c)
+        else:
+            break
+        scale, shift = scale * s_, shift * s_ + t_
+        current = nxt.output[0]
+        absorbed.append(current)
+    if not absorbed:
         return None
     dtype = w.const.dtype
     wf = (w.const.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.const.ndim - 1))).astype(dtype)
-    bias0 = b.const.astype(np.float64).reshape(-1) if b is not None else 0.0
-    bf = (bias0 * scale + shift).astype(dtype)
-    name = bn.output[0]
-    wv = cx.from_const(np.ascontiguousarray(wf), is_weight=True, name=f"{name}.conv_weight")
-    bv = cx.from_const(bf, is_weight=True, name=f"{name}.conv_bias")
-    for v in (wv, bv):
-        if w.name in cx.weight_locs:
-            cx.weight_locs.setdefault(v.name, cx.weight_locs[w.name])
-    return wv, bv, name
+    # named after the conv's weight and bias ("conv.weight.folded"); a weight shared by two convs
+    # gets the absorbed node's output name too
+    wname = f"{w.name}.folded"
+    bname = f"{b.name if b is not None else w.name + '.bias'}.folded"
+    if (wname, "folded") in cx.derived or (bname, "folded") in cx.derived:
+        wname, bname = f"{wname}.{absorbed[-1]}", f"{bname}.{absorbed[-1]}"
+    wv = cx.from_const(np.ascontiguousarray(wf), is_weight=True, name=wname)
+    bv = cx.from_const(shift.astype(dtype), is_weight=True, name=bname)
+    cx.derived[(wname, "folded")], cx.derived[(bname, "folded")] = wv, bv
+    for v, src in ((wv, w), (bv, b if b is not None else w)):
+        if src.name in cx.weight_locs:
+            cx.weight_locs.setdefault(v.name, cx.weight_locs[src.name])
+    return wv, bv, absorbed
 
 
 def _check_maxpool(node, opset):

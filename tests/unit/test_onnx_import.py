@@ -77,23 +77,22 @@ def conv_add_relu(batch="batch"):
 
 def test_conv_add_relu_ops_types_and_params():
     module, params = import_onnx(conv_add_relu())
-    assert names(module) == [
-        "graph.param", "graph.constant", "graph.conv2d", "graph.constant", "graph.add", "graph.relu", "func.return",
-    ]
+    # the per-channel Add after the Conv is folded into the conv's bias at import
+    assert names(module) == ["graph.param", "graph.constant", "graph.conv2d", "graph.relu", "func.return"]
     conv = ops_of(module, graph.Conv2dOp)[0]
     assert list(conv.pads.get_values()) == [1, 1, 1, 1]
     assert list(conv.result.type.get_shape()) == [Q, 4, 8, 8]
     assert result_shape(module) == [Q, 4, 8, 8]
     # 108 elements -> a param; 4 elements -> a constant
-    assert set(params) == {"w"} and params["w"].shape == (4, 3, 3, 3)
-    assert ops_of(module, graph.ParamOp)[0].param_name.data == "w"
+    assert set(params) == {"w.folded"} and params["w.folded"].shape == (4, 3, 3, 3)
+    assert ops_of(module, graph.ParamOp)[0].param_name.data == "w.folded"
 
 
 def test_embed_weights_inlines_everything():
     module, params = import_onnx(conv_add_relu(), embed_weights=True)
     assert params == {}
     assert not ops_of(module, graph.ParamOp)
-    assert len(ops_of(module, graph.ConstantOp)) == 3
+    assert len(ops_of(module, graph.ConstantOp)) == 2  # weight and bias (the Add is folded into it)
 
 
 def test_dim_names_on_arguments():
@@ -627,7 +626,7 @@ def test_conv_then_batch_norm_folds_into_the_conv_weights(with_bias):
     m = model(nodes, [vi("x", T.FLOAT, [1, 3, 8, 8])], [vi("y", T.FLOAT, None)], inits)
     module, params = import_onnx(m)
     assert names(module) == ["graph.param", "graph.param", "graph.conv2d", "func.return"]
-    assert sorted(params) == ["y.conv_bias", "y.conv_weight"]
+    assert sorted(params) == (["cb.folded", "w.folded"] if with_bias else ["w.bias.folded", "w.folded"])
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
     np.testing.assert_allclose(compile_model(m, cache=False)(x)[0], ref, rtol=1e-4, atol=1e-5)
@@ -656,3 +655,41 @@ def test_batch_norm_of_run_time_statistics_stays_batch_norm():
     ins = [vi("x", T.FLOAT, [2, 3, 4]), *(vi(n, T.FLOAT, [3]) for n in "sbmv")]
     module, _ = import_onnx(model(nodes, ins, [vi("y", T.FLOAT, None)]))
     assert names(module) == ["graph.batch_norm", "func.return"]
+
+
+def test_conv_absorbs_a_chain_of_per_channel_affine_ops():
+    import onnxruntime as ort
+
+    from minimlir.frontend import compile as compile_model
+
+    rng = np.random.default_rng(5)
+    inits = [
+        init("w", rng.standard_normal((12, 4, 3, 3)).astype(np.float32)), *_bn_inits(12, rng),
+        init("mul_c", rng.uniform(0.5, 2.0, (12, 1, 1)).astype(np.float32)),
+        init("add_c", np.array(0.25, np.float32)),
+        init("sub_c", rng.standard_normal((1, 12, 1, 1)).astype(np.float32)),
+        init("map", rng.standard_normal((1, 1, 6, 6)).astype(np.float32)),  # not per channel
+    ]
+    nodes = [
+        h.make_node("Conv", ["x", "w"], ["c"]), _bn("c", "n"),
+        h.make_node("Mul", ["mul_c", "n"], ["m"]), h.make_node("Add", ["m", "add_c"], ["a"]),
+        h.make_node("Sub", ["a", "sub_c"], ["s"]), h.make_node("Mul", ["s", "map"], ["t"]),
+        h.make_node("Relu", ["t"], ["y"]),
+    ]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 4, 8, 8])], [vi("y", T.FLOAT, None)], inits)
+    module, params = import_onnx(m)
+    kept = [n for n in names(module) if n not in ("graph.param", "graph.constant")]
+    assert kept == ["graph.conv2d", "graph.mul", "graph.relu", "func.return"]
+    assert {"w.folded", "map"} == set(params)  # the 12-element bias is a graph.constant
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_allclose(compile_model(m, cache=False)(x)[0], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_output_read_twice_or_returned_is_not_folded():
+    rng = np.random.default_rng(6)
+    inits = [init("w", rng.standard_normal((8, 4, 1, 1)).astype(np.float32)), *_bn_inits(8, rng)]
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"]), _bn("c", "y")]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 4, 4, 4])], [vi("y", T.FLOAT, None), vi("c", T.FLOAT, None)], inits)
+    module, params = import_onnx(m)
+    assert "w" in params and not any(k.endswith("folded") for k in params)
