@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,11 +199,15 @@ def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: 
     results: list[tuple | None] = [None] * len(chunks)
     try:
         ctx_fork = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx_fork) as pool:
-            futures = [pool.submit(_task, i, c) for i, c in enumerate(chunks)]
-            for f in futures:
-                r = f.result()
-                results[r[1]] = r
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns about fork() in a process with threads: the workers only run
+            # Python passes and return text, they take none of the locks other threads may hold
+            warnings.simplefilter("ignore", DeprecationWarning)
+            with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx_fork) as pool:
+                futures = [pool.submit(_task, i, c) for i, c in enumerate(chunks)]
+                for f in futures:
+                    r = f.result()
+                    results[r[1]] = r
     except (BrokenProcessPool, OSError) as e:
         raise SplitUnavailable(f"a worker died: {e}") from None
     finally:
