@@ -189,6 +189,8 @@ def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: 
     workers = workers or jobs()
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         raise SplitUnavailable("one worker")
+    if multiprocessing.current_process().daemon:
+        raise SplitUnavailable("a daemonic process may not start workers")
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     if len(_kernels(module)) < MIN_KERNELS:
@@ -208,8 +210,8 @@ def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: 
                 for f in futures:
                     r = f.result()
                     results[r[1]] = r
-    except (BrokenProcessPool, OSError) as e:
-        raise SplitUnavailable(f"a worker died: {e}") from None
+    except (BrokenProcessPool, OSError, AssertionError, RuntimeError) as e:
+        raise SplitUnavailable(f"the workers failed: {e}") from None
     finally:
         _STATE.clear()
     errors = [r[2] for r in results if r is not None and r[0] == "error"]

@@ -112,3 +112,20 @@ def test_merge_refuses_what_it_cannot_combine():
         sl.merge_llvm_ir(["@x = global i32 1\n", "@x = global i32 2\n"])
     with pytest.raises(sl.SplitUnavailable):
         sl.merge_llvm_ir(["!0 = !{}\n"])
+
+
+def _compile_in_daemon(q):
+    m = api.compile(GPT2, cache=False)
+    q.put("lower-split-wall" in m.timings)
+
+
+def test_a_daemonic_process_compiles_without_workers(split_small):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_compile_in_daemon, args=(q,), daemon=True)
+    p.start()
+    used_workers = q.get(timeout=300)
+    p.join(60)
+    assert p.exitcode == 0 and used_workers is False
