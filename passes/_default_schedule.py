@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, ModuleOp
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, ModuleOp, VectorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -58,6 +58,7 @@ from minimlir.dialects import loop, mem
 from minimlir.passes._affine import AffineForm, affine_of
 from minimlir.passes._schedule import (
     Schedule,
+    top_level_ancestor,
     ScheduleError,
     const_index,
     emit,
@@ -384,6 +385,143 @@ def _forward_init(kernel: func.FuncOp, init: loop.BlockOp, acc_in: loop.BlockOp)
     i_own[0].erase()
 
 
+def _fold_epilogue(kernel: func.FuncOp, out_name: str) -> list[str]:
+    """Compute the elementwise consumers of the accumulator write-back `out_name` (C[v] = acc[t])
+    inside it, at the point it writes (TVM's reverse_compute_at of the epilogue into the tile,
+    then compute_inline of the write-back into it), in program order, each under a snapshot:
+
+        for tile { … out: C[v] = acc[t] }          for tile { … out: c = acc[t]; D[v] = g(c, R[v]) }
+        for v { add: D[v] = g(C[v], R[v]) }    ->
+
+    A consumer qualifies when it is all-spatial, alone in its nest with one loop per variable
+    (0 to a static extent), stores one buffer, and reads the buffers the write-back stores (C,
+    then the outputs of consumers already folded) only at the point it writes: each variable
+    indexes one dim of the same static extent (size-1 dims may be read at constant 0). The
+    write-back covers every point of C once, so the consumer covers every point of D once.
+    Stores of kernel-local buffers that nothing reads any more are dropped afterwards, and a
+    buffer left without readers is freed (the full-size intermediate disappears). Returns the
+    folded block names."""
+    done = []
+    for b in list(_later_blocks(kernel, Schedule(kernel).get_block(out_name))):
+        name = b.block_name.data
+        if _attempt(kernel, lambda s, name=name: _fold_one(kernel, s.get_block(out_name), s.get_block(name))):
+            done.append(name)
+    if not done:
+        return done
+    ob = Schedule(kernel).get_block(out_name)
+    top = ob
+    while top.parent_op() is not kernel:
+        top = top.parent_op()
+    after = False
+    later_reads: set = set()
+    for o in kernel.body.block.ops:
+        if after:
+            for x in o.walk():
+                if isinstance(x, mem.LoadOp):
+                    later_reads.add(x.memref)
+        after = after or o is top
+    for st in [o for o in ob.body.block.ops if isinstance(o, mem.StoreOp)]:
+        buf = st.memref
+        if not isinstance(buf.owner, mem.AllocOp | mem.AllocaOp) or buf in later_reads:
+            continue
+        if any(isinstance(x, mem.LoadOp) and x.memref is buf for x in ob.body.walk()):
+            continue
+        st.detach()
+        st.erase()
+        uses = [u.operation for u in buf.uses]
+        if all(isinstance(u, mem.DeallocOp) for u in uses):
+            for u in uses:
+                u.detach()
+                u.erase()
+            alloc = buf.owner
+            alloc.detach()
+            alloc.erase()
+    return done
+
+
+def _fold_one(kernel: func.FuncOp, ob: loop.BlockOp, b: loop.BlockOp) -> None:
+    """Fold consumer block `b` into the write-back block `ob` (see _fold_epilogue)."""
+    from minimlir.passes._affine import reads_writes
+
+    name = b.block_name.data
+    if "reduce" in b.kinds or b.has_init:
+        raise ScheduleError("fold epilogue: the consumer is a reduction", b)
+    loops = _direct_loops(b)
+    if loops is None or any(const_index(l.ub) is None for l in loops):
+        raise ScheduleError("fold epilogue: the consumer's loops are not plain static loops", b)
+    b_top = loops[0]
+    if b_top.parent_op() is not kernel or loop.blocks_of(b_top) != [b]:
+        raise ScheduleError("fold epilogue: the consumer does not have a nest of its own", b)
+    if any(isinstance(o, loop.ForOp) for o in b.body.walk()):
+        raise ScheduleError("fold epilogue: loops inside the consumer", b)
+    o_top = ob
+    while o_top.parent_op() is not kernel:
+        o_top = o_top.parent_op()
+    stored = {}  # buffer -> (indices, value) of the write-back's stores
+    for o in ob.body.block.ops:
+        if isinstance(o, mem.StoreOp):
+            if o.memref in stored or isinstance(o.value.type, VectorType):
+                raise ScheduleError("fold epilogue: unexpected write-back", ob)
+            stored[o.memref] = (list(o.indices), o.value)
+    reads_b, writes_b = reads_writes(b)
+    if len(writes_b) != 1 or reads_b & writes_b or not reads_b & set(stored):
+        raise ScheduleError(f"fold epilogue: block '{name}' does not consume the write-back", b)
+    # legality: nothing else in the kernel touches what b writes, or writes what b reads (other
+    # than the write-back's buffers, which b now reads from registers)
+    for x in loop.blocks_of(kernel):
+        if x is b or x is ob:
+            continue
+        rx, wx = reads_writes(x)
+        inside = o_top.is_ancestor(x)
+        between = not inside and o_top.is_before_in_block(top_level_ancestor(x, kernel)) and \
+            top_level_ancestor(x, kernel).is_before_in_block(b_top)
+        if inside or between:
+            if (rx | wx) & writes_b or (wx & reads_b) - (set(stored) if inside else set()):
+                raise ScheduleError(f"fold epilogue: block '{x.block_name.data}' conflicts", x)
+    if not o_top.is_before_in_block(b_top):
+        raise ScheduleError("fold epilogue: the consumer comes before the write-back", b)
+    args = list(b.body.block.args)
+    ext = {a: const_index(l.ub) for a, l in zip(args, loops)}
+    vmap: dict = {}
+    loads = []
+    for o in b.body.walk():
+        if not (isinstance(o, mem.LoadOp) and o.memref in stored):
+            continue
+        idx, _ = stored[o.memref]
+        shape = o.memref.type.get_shape()  # type: ignore[union-attr]
+        if len(idx) != len(o.indices):
+            raise ScheduleError("fold epilogue: rank mismatch", o)
+        for d, (i, oi) in enumerate(zip(o.indices, idx)):
+            if shape[d] < 0:
+                raise ScheduleError("fold epilogue: dynamic intermediate", o)
+            if i in ext:
+                if ext[i] != shape[d] or vmap.get(i, oi) is not oi:
+                    raise ScheduleError(f"fold epilogue: block '{name}' reads another point", o)
+                vmap[i] = oi
+            elif not (shape[d] == 1 and const_index(i) == 0):
+                raise ScheduleError(f"fold epilogue: block '{name}' reads another point", o)
+        loads.append(o)
+    used = {}
+    for a, oi in vmap.items():
+        if oi in used:
+            raise ScheduleError("fold epilogue: two variables read one dim", b)
+        used[oi] = a
+    for a in args:
+        if a not in vmap:
+            if ext[a] != 1:
+                raise ScheduleError(f"fold epilogue: variable of block '{name}' indexes no dim", b)
+            vmap[a] = iconst(kernel, 0)
+    for ld in loads:
+        vmap[ld.result] = stored[ld.memref][1]
+    ip = InsertPoint.before(ob.body.block.last_op)
+    for o in list(b.body.block.ops):
+        if o in loads or isinstance(o, loop.YieldOp):
+            continue
+        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
+    b_top.detach()
+    b_top.erase()
+
+
 def _defined_in(v, op: Operation) -> bool:
     owner = v.owner
     if isinstance(owner, Operation):
@@ -598,7 +736,8 @@ def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: s
     return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
 
 
-def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int) -> tuple:
+def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int,
+                   name: str = "conv2d") -> tuple:
     """Give the conv2d block (n co oh ow | ci kh kw, group 1) operands it can read in vector
     tiles, with two local buffers filled before its nest:
 
@@ -657,7 +796,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
     wt = _local_buffer(elem, wt_shape, ip, frees)
     # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
-    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, "conv2d_wpack")
+    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, f"{name}_wpack")
     p_top.location = blk.location
     pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
     v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
@@ -693,7 +832,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         chans = ubs[4] if g is None and not dw else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
         xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
-        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], "conv2d_pad")
+        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], f"{name}_pad")
         x_top.location = blk.location
         last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
         cond, idx = None, []
@@ -755,7 +894,8 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
 
 
-def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str = "conv2d",
+                            rest: bool = True) -> bool:
     """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights into
     [co0][ci][kh][kw][nv*W] panels and the padded input into local buffers (_relayout_conv), then
 
@@ -767,7 +907,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     the accumulator copies sit outside ci). Stride and dilation only change the broadcast
     addresses. Needs a static output-channel count that W divides (W halves to fit)."""
     c = cfg.conv2d
-    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == bname), None)
     loops = _direct_loops(blk) if blk is not None else None
     if loops is None or blk.kinds not in (["spatial"] * 4 + ["reduce"] * 3, ["spatial"] * 5 + ["reduce"] * 3):
         return False
@@ -791,10 +931,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv <= budget), rw)
 
     def main(s: Schedule) -> None:
-        b = s.get_block("conv2d")
+        b = s.get_block(bname)
         if c.fma:
             _contract_fma(b)
-        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w)
+        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w, bname)
         n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
         co0, cj, cw = s.split(co, [None, nv, w])
         ow0, ow1 = s.split(ow, [None, rw])
@@ -802,7 +942,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
         _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
         s.decompose_reduction(b, s.get_loops(b)[4 + gr])
-        _cache_accumulator(kernel, b, [rw, nv, w], "conv2d_acc", red=s.get_loops(b)[4 + gr])
+        _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[4 + gr])
         # the tile: vector lanes over cw, everything else of the tile unrolled
         ow1, cj, cw = s.get_loops(b)[-3:]
         s.vectorize(cw)
@@ -812,11 +952,14 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if not _attempt(kernel, main):
         return False
-    _attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
+    _attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
     if cfg.fuse_consumers:
-        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
-                        lambda s: s.get_loops(s.get_block("conv2d"))[1 + gr])
-    for name in ("conv2d_init", "conv2d_acc_in", "conv2d_acc_out"):
+        # the epilogue (relu, residual add, per-channel scale/shift) on the tile as it is
+        # written back; what does not fold is computed per output-channel block
+        _fold_epilogue(kernel, f"{bname}_acc_out")
+        _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
+                        lambda s: s.get_loops(s.get_block(bname))[1 + gr])
+    for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
 
@@ -832,10 +975,15 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             _attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
     if c.parallel:
         for depth in (1 + gr, 0, 1, 2 + gr):
-            if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+            if _attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
                 break
-    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init", "conv2d_acc_in", "conv2d_acc_out"})
+    if rest:
+        _schedule_rest(kernel, cfg, skip=_tile_blocks(bname))
     return True
+
+
+def _tile_blocks(bname: str) -> set[str]:
+    return {bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"}
 
 
 def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
@@ -905,7 +1053,15 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     the padded input reads are clamped, so loop-lower-vectors cannot); co runs in parallel;
     consumers are computed per output channel."""
     c = cfg.conv2d
-    if c.vectorize and _schedule_conv2d_vector(kernel, cfg):
+    if c.vectorize and _schedule_conv2d_vector(kernel, cfg, rest=False):
+        # the kernel's other convs take the vector path too (ResNet's projection shortcut:
+        # conv2d and conv2d_1 feed one residual add, which folds into the last one's tile)
+        skip = _tile_blocks("conv2d")
+        for b in list(loop.blocks_of(kernel)):
+            n = b.block_name.data
+            if n.startswith("conv2d_") and n[7:].isdigit() and _schedule_conv2d_vector(kernel, cfg, n, rest=False):
+                skip |= _tile_blocks(n)
+        _schedule_rest(kernel, cfg, skip=skip)
         return True
     if _schedule_conv2d_rows(kernel, cfg):
         return True

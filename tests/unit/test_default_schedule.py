@@ -563,3 +563,97 @@ def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
     for src in (OTHERS.replace("?x", "3x"), matmul_text(7, 13, 5), conv_general_text((1, 3, 9, 9), (8, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1))):
         D.schedule_module(H.legalize(src), D.ScheduleConfig(width=8))
     assert refused  # some attempts were refused (else the check checked nothing)
+
+
+# -- the conv epilogue folded into the accumulator write-back (_fold_epilogue)
+
+from xdsl.ir import BlockArgument  # noqa: E402
+
+CONV_EPILOGUE = """
+func.func @main(%x: tensor<{x}xf32>, %w: tensor<{w}xf32>, %b: tensor<{co}xf32>, %r: tensor<{y}xf32>, %sc: tensor<1x{co}x1x1xf32>) -> tensor<{y}xf32> {{
+  %y = graph.conv2d %x, %w, %b strides [{s}, {s}] pads [{p}, {p}, {p}, {p}] dilations [1, 1] group 1 : (tensor<{x}xf32>, tensor<{w}xf32>, tensor<{co}xf32>) -> tensor<{y}xf32>
+{body}
+}}"""
+
+EPILOGUES = {
+    "relu": ("""  %o = graph.relu %y : tensor<{y}xf32>
+  func.return %o : tensor<{y}xf32>""", lambda y, r, sc: np.maximum(y, 0)),
+    "add_relu": ("""  %a = graph.add %y, %r : (tensor<{y}xf32>, tensor<{y}xf32>) -> tensor<{y}xf32>
+  %o = graph.relu %a : tensor<{y}xf32>
+  func.return %o : tensor<{y}xf32>""", lambda y, r, sc: np.maximum(y + r, 0)),
+    "mul_add": ("""  %m = graph.mul %y, %sc : (tensor<{y}xf32>, tensor<1x{co}x1x1xf32>) -> tensor<{y}xf32>
+  %o = graph.add %m, %sc : (tensor<{y}xf32>, tensor<1x{co}x1x1xf32>) -> tensor<{y}xf32>
+  func.return %o : tensor<{y}xf32>""", lambda y, r, sc: y * sc + sc),
+}
+
+# (n, c, h, w, co, k, stride, pad): OW 14 (rw 7), 13 (prime), 7 with stride 2; CO 8, 24, 12
+EPILOGUE_SHAPES = [(1, 8, 14, 14, 32, 3, 1, 1), (1, 5, 13, 13, 24, 3, 1, 1), (2, 3, 13, 11, 12, 3, 2, 1)]
+
+
+def _epilogue_case(shape, kind):
+    n, c, h, wd, co, k, s, p = shape
+    oh, ow = (h + 2 * p - k) // s + 1, (wd + 2 * p - k) // s + 1
+    y = f"{n}x{co}x{oh}x{ow}"
+    body, ref = EPILOGUES[kind]
+    text = CONV_EPILOGUE.format(x=f"{n}x{c}x{h}x{wd}", w=f"{co}x{c}x{k}x{k}", co=co, y=y, s=s, p=p,
+                                body=body.format(y=y, co=co))
+    args = [rand(n, c, h, wd), rand(co, c, k, k, seed=1), rand(co, seed=2), rand(n, co, oh, ow, seed=3),
+            rand(1, co, 1, 1, seed=4)]
+    want = ref(conv_ref(*args[:3], s, p, 1), args[3], args[4])
+    return text, args, want
+
+
+def _fused(text: str):
+    """graph-fuse, graph-legalize, loop-fuse: one kernel with the conv and its consumers."""
+    from minimlir.passes.graph_fuse import GraphFusePass
+    from minimlir.passes.graph_legalize import GraphLegalizePass
+    from minimlir.passes.loop_fuse import LoopFusePass
+
+    m = H.parse(text)
+    for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
+        p.apply(H._context(), m)
+    return m
+
+
+@pytest.mark.parametrize("kind", sorted(EPILOGUES))
+def test_conv_epilogue_folded_into_tile(kind):
+    """relu, add + relu, per-channel mul + add: computed in conv2d_acc_out, inside the conv's
+    tile loops; their nests and the full-size intermediates are gone."""
+    text, _, _ = _epilogue_case(EPILOGUE_SHAPES[0], kind)
+    m = _fused(text)
+    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
+    blocks = {b.block_name.data: b for b in D.loop.blocks_of(m)}
+    assert set(blocks) == {"conv2d_pad", "conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_out"}
+    out = blocks["conv2d_acc_out"]
+    conv_top = D.loop.block_loops(blocks["conv2d"])[0]
+    assert conv_top.is_ancestor(out)
+    ops = {o.name for o in out.body.walk()}
+    assert {"relu": "arith.maximumf", "add_relu": "arith.addf", "mul_add": "arith.mulf"}[kind] in ops
+    stores = [o for o in out.body.walk() if isinstance(o, D.mem.StoreOp)]
+    assert len(stores) == 1 and isinstance(stores[0].memref, BlockArgument)  # the kernel's output
+    assert not any(isinstance(o, D.mem.AllocOp) and o.results[0].type.get_shape() == (1, 32, 14, 14)
+                   for o in m.walk())
+
+
+@pytest.mark.parametrize("shape", EPILOGUE_SHAPES)
+@pytest.mark.parametrize("kind", sorted(EPILOGUES))
+def test_conv_epilogue_interpreted_same_as_unscheduled(shape, kind):
+    text, args, _ = _epilogue_case(shape, kind)
+    want = H.interpret_kernels(H.legalize(text), None, args)
+    m = _fused(text)
+    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=3, nv=2))
+    assert list(D.schedule_module(m, cfg).values()) == ["conv2d"]
+    assert not any(b.block_name.data in ("relu", "add", "mul") for b in D.loop.blocks_of(m))
+    lower_scheduled(m, 4)
+    m.verify()
+    got = H.interpret_kernels(m, None, args)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+@pytest.mark.parametrize("shape", EPILOGUE_SHAPES)
+@pytest.mark.parametrize("kind", sorted(EPILOGUES))
+def test_conv_epilogue_native(shape, kind):
+    text, args, want = _epilogue_case(shape, kind)
+    (got,) = H._call_native(_compile(text), "main", args, None)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
