@@ -30,7 +30,9 @@ passes/graph_legalize.py):
     take the same path with co the channels of one group: panel g*(COg/T) + co0, input channel
     g*CIg + ci of the padded copy. Depthwise convs and groups with fewer than 4 (or not a
     multiple of 4) channels, stride 1: padded copy, reduction outside the output row, the row
-    vectorized (_schedule_conv2d_rows). Other group-1 convs: reduction outside the output row,
+    vectorized (_schedule_conv2d_rows). When "conv2d" takes the vector path, the kernel's other
+    convs ("conv2d_1", …: a projection shortcut fused into the residual add) take it too, each
+    with blocks of its own name. Other group-1 convs: reduction outside the output row,
     init hoisted, co parallel; anything else: generic.
   * first, in every kernel: copy blocks (broadcast, transpose: loads and a store only) whose
     buffer is kernel-local and read only by reduction-free blocks are inlined (inline_copies).
@@ -50,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, ModuleOp, VectorType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -58,7 +60,6 @@ from minimlir.dialects import loop, mem
 from minimlir.passes._affine import AffineForm, affine_of
 from minimlir.passes._schedule import (
     Schedule,
-    top_level_ancestor,
     ScheduleError,
     const_index,
     emit,
@@ -383,143 +384,6 @@ def _forward_init(kernel: func.FuncOp, init: loop.BlockOp, acc_in: loop.BlockOp)
     ld.erase()
     i_own[0].detach()
     i_own[0].erase()
-
-
-def _fold_epilogue(kernel: func.FuncOp, out_name: str) -> list[str]:
-    """Compute the elementwise consumers of the accumulator write-back `out_name` (C[v] = acc[t])
-    inside it, at the point it writes (TVM's reverse_compute_at of the epilogue into the tile,
-    then compute_inline of the write-back into it), in program order, each under a snapshot:
-
-        for tile { … out: C[v] = acc[t] }          for tile { … out: c = acc[t]; D[v] = g(c, R[v]) }
-        for v { add: D[v] = g(C[v], R[v]) }    ->
-
-    A consumer qualifies when it is all-spatial, alone in its nest with one loop per variable
-    (0 to a static extent), stores one buffer, and reads the buffers the write-back stores (C,
-    then the outputs of consumers already folded) only at the point it writes: each variable
-    indexes one dim of the same static extent (size-1 dims may be read at constant 0). The
-    write-back covers every point of C once, so the consumer covers every point of D once.
-    Stores of kernel-local buffers that nothing reads any more are dropped afterwards, and a
-    buffer left without readers is freed (the full-size intermediate disappears). Returns the
-    folded block names."""
-    done = []
-    for b in list(_later_blocks(kernel, Schedule(kernel).get_block(out_name))):
-        name = b.block_name.data
-        if _attempt(kernel, lambda s, name=name: _fold_one(kernel, s.get_block(out_name), s.get_block(name))):
-            done.append(name)
-    if not done:
-        return done
-    ob = Schedule(kernel).get_block(out_name)
-    top = ob
-    while top.parent_op() is not kernel:
-        top = top.parent_op()
-    after = False
-    later_reads: set = set()
-    for o in kernel.body.block.ops:
-        if after:
-            for x in o.walk():
-                if isinstance(x, mem.LoadOp):
-                    later_reads.add(x.memref)
-        after = after or o is top
-    for st in [o for o in ob.body.block.ops if isinstance(o, mem.StoreOp)]:
-        buf = st.memref
-        if not isinstance(buf.owner, mem.AllocOp | mem.AllocaOp) or buf in later_reads:
-            continue
-        if any(isinstance(x, mem.LoadOp) and x.memref is buf for x in ob.body.walk()):
-            continue
-        st.detach()
-        st.erase()
-        uses = [u.operation for u in buf.uses]
-        if all(isinstance(u, mem.DeallocOp) for u in uses):
-            for u in uses:
-                u.detach()
-                u.erase()
-            alloc = buf.owner
-            alloc.detach()
-            alloc.erase()
-    return done
-
-
-def _fold_one(kernel: func.FuncOp, ob: loop.BlockOp, b: loop.BlockOp) -> None:
-    """Fold consumer block `b` into the write-back block `ob` (see _fold_epilogue)."""
-    from minimlir.passes._affine import reads_writes
-
-    name = b.block_name.data
-    if "reduce" in b.kinds or b.has_init:
-        raise ScheduleError("fold epilogue: the consumer is a reduction", b)
-    loops = _direct_loops(b)
-    if loops is None or any(const_index(l.ub) is None for l in loops):
-        raise ScheduleError("fold epilogue: the consumer's loops are not plain static loops", b)
-    b_top = loops[0]
-    if b_top.parent_op() is not kernel or loop.blocks_of(b_top) != [b]:
-        raise ScheduleError("fold epilogue: the consumer does not have a nest of its own", b)
-    if any(isinstance(o, loop.ForOp) for o in b.body.walk()):
-        raise ScheduleError("fold epilogue: loops inside the consumer", b)
-    o_top = ob
-    while o_top.parent_op() is not kernel:
-        o_top = o_top.parent_op()
-    stored = {}  # buffer -> (indices, value) of the write-back's stores
-    for o in ob.body.block.ops:
-        if isinstance(o, mem.StoreOp):
-            if o.memref in stored or isinstance(o.value.type, VectorType):
-                raise ScheduleError("fold epilogue: unexpected write-back", ob)
-            stored[o.memref] = (list(o.indices), o.value)
-    reads_b, writes_b = reads_writes(b)
-    if len(writes_b) != 1 or reads_b & writes_b or not reads_b & set(stored):
-        raise ScheduleError(f"fold epilogue: block '{name}' does not consume the write-back", b)
-    # legality: nothing else in the kernel touches what b writes, or writes what b reads (other
-    # than the write-back's buffers, which b now reads from registers)
-    for x in loop.blocks_of(kernel):
-        if x is b or x is ob:
-            continue
-        rx, wx = reads_writes(x)
-        inside = o_top.is_ancestor(x)
-        between = not inside and o_top.is_before_in_block(top_level_ancestor(x, kernel)) and \
-            top_level_ancestor(x, kernel).is_before_in_block(b_top)
-        if inside or between:
-            if (rx | wx) & writes_b or (wx & reads_b) - (set(stored) if inside else set()):
-                raise ScheduleError(f"fold epilogue: block '{x.block_name.data}' conflicts", x)
-    if not o_top.is_before_in_block(b_top):
-        raise ScheduleError("fold epilogue: the consumer comes before the write-back", b)
-    args = list(b.body.block.args)
-    ext = {a: const_index(l.ub) for a, l in zip(args, loops)}
-    vmap: dict = {}
-    loads = []
-    for o in b.body.walk():
-        if not (isinstance(o, mem.LoadOp) and o.memref in stored):
-            continue
-        idx, _ = stored[o.memref]
-        shape = o.memref.type.get_shape()  # type: ignore[union-attr]
-        if len(idx) != len(o.indices):
-            raise ScheduleError("fold epilogue: rank mismatch", o)
-        for d, (i, oi) in enumerate(zip(o.indices, idx)):
-            if shape[d] < 0:
-                raise ScheduleError("fold epilogue: dynamic intermediate", o)
-            if i in ext:
-                if ext[i] != shape[d] or vmap.get(i, oi) is not oi:
-                    raise ScheduleError(f"fold epilogue: block '{name}' reads another point", o)
-                vmap[i] = oi
-            elif not (shape[d] == 1 and const_index(i) == 0):
-                raise ScheduleError(f"fold epilogue: block '{name}' reads another point", o)
-        loads.append(o)
-    used = {}
-    for a, oi in vmap.items():
-        if oi in used:
-            raise ScheduleError("fold epilogue: two variables read one dim", b)
-        used[oi] = a
-    for a in args:
-        if a not in vmap:
-            if ext[a] != 1:
-                raise ScheduleError(f"fold epilogue: variable of block '{name}' indexes no dim", b)
-            vmap[a] = iconst(kernel, 0)
-    for ld in loads:
-        vmap[ld.result] = stored[ld.memref][1]
-    ip = InsertPoint.before(ob.body.block.last_op)
-    for o in list(b.body.block.ops):
-        if o in loads or isinstance(o, loop.YieldOp):
-            continue
-        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
-    b_top.detach()
-    b_top.erase()
 
 
 def _defined_in(v, op: Operation) -> bool:
@@ -954,9 +818,6 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         return False
     _attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
     if cfg.fuse_consumers:
-        # the epilogue (relu, residual add, per-channel scale/shift) on the tile as it is
-        # written back; what does not fold is computed per output-channel block
-        _fold_epilogue(kernel, f"{bname}_acc_out")
         _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
                         lambda s: s.get_loops(s.get_block(bname))[1 + gr])
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
@@ -1055,7 +916,7 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     c = cfg.conv2d
     if c.vectorize and _schedule_conv2d_vector(kernel, cfg, rest=False):
         # the kernel's other convs take the vector path too (ResNet's projection shortcut:
-        # conv2d and conv2d_1 feed one residual add, which folds into the last one's tile)
+        # conv2d and conv2d_1 feed one residual add; generic, conv2d_1 was 3/4 of ResNet-50)
         skip = _tile_blocks("conv2d")
         for b in list(loop.blocks_of(kernel)):
             n = b.block_name.data
