@@ -29,7 +29,7 @@ def compile_part(ir_text: str, triple: str, cpu: str, features: str, opt_level: 
 
 
 def optimize(mod, tm, opt_level: int) -> None:
-    """The default O<n> pipeline of the new pass manager, vectorizers on (backend/jit.py uses it)."""
+    """The default O<n> pipeline of the new pass manager, vectorizers on (backend/jit.py `optimize`)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     pto.loop_vectorization = opt_level >= 2
     pto.slp_vectorization = opt_level >= 2

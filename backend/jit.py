@@ -141,15 +141,11 @@ def parse_ir(ir_text: str) -> llvm.ModuleRef:
 
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int = 3) -> None:
-    """Run the default O<n> pipeline of the new pass manager, vectorizers on."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    pto.loop_vectorization = opt_level >= 2
-    pto.slp_vectorization = opt_level >= 2
-    pto.loop_unrolling = opt_level >= 2
-    pto.loop_interleaving = opt_level >= 2
-    pb = llvm.create_pass_builder(tm, pto)
-    mpm = pb.getModulePassManager()
-    mpm.run(mod, pb)
+    """Run the default O<n> pipeline of the new pass manager, vectorizers on (the one the split
+    compile's worker processes run: backend/_llvm_worker.py)."""
+    from minimlir.backend._llvm_worker import optimize as run_pipeline
+
+    run_pipeline(mod, tm, opt_level)
 
 
 # ---------------------------------------------------------------- ctypes signatures
@@ -360,7 +356,9 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
         if env.isdigit() and int(env) > 0:
             parts = int(env)
         else:
-            parts = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            from minimlir.backend.parallel import cpu_count
+
+            parts = cpu_count()
     pieces = split_ir(ir_text, parts) if parts > 1 and len(ir_text) >= SPLIT_MIN_BYTES else None
     if pieces is None or len(pieces) < 2:
         with _llvm_lock:

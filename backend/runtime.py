@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -635,12 +634,12 @@ _FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backe
 
 
 @functools.cache
-def source_fingerprint() -> str:
-    """sha256 over (path, size, mtime) of every .py file of minimlir's passes, dialects, backend
-    and tools: editing a pass (or the pipeline runner) invalidates the compile cache. Computed
-    once per process (a stat per file, no reading)."""
+def source_fingerprint(packages: tuple[str, ...] = _FINGERPRINT_PACKAGES) -> str:
+    """sha256 over (path, size, mtime) of every .py file of `packages` (default: minimlir's passes,
+    dialects, backend and tools): editing a pass (or the pipeline runner) invalidates the compile
+    cache. Computed once per process and package list (a stat per file, no reading)."""
     parts: list[str] = []
-    for name in _FINGERPRINT_PACKAGES:
+    for name in packages:
         spec = importlib.util.find_spec(name)
         roots = (spec.submodule_search_locations or ()) if spec is not None else ()
         for root in roots:

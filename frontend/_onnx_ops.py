@@ -1311,16 +1311,15 @@ def emit_batch_norm(n: NodeView) -> list:
     eps = float(n.attr("epsilon", 1e-5))
     consts = _batch_norm_consts(cx, n.proto)
     x = n.input(0)
-    if consts is not None and x is not None and x.rank >= 2 and _DTYPES.get(x.elem_type, (None,))[0] is not None:
+    dtype = _DTYPES[x.elem_type][0] if x is not None and x.elem_type in _DTYPES else None
+    if consts is not None and dtype is not None and dtype.kind == "f" and x.rank >= 2:
         # known statistics: y = x * scale + shift, computed once here (no sqrt and divide per element)
-        dtype = _DTYPES[x.elem_type][0]
-        if dtype.kind == "f":
-            shape = (-1,) + (1,) * (x.rank - 2)
-            name = n.proto.output[0]
-            sv = cx.from_const(consts[0].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.scale")
-            tv = cx.from_const(consts[1].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.shift")
-            y = cx.emit1(graph.MulOp(cx.ssa(x), cx.ssa(sv)))
-            return [cx.emit1(graph.AddOp(y, cx.ssa(tv)))]
+        shape = (-1,) + (1,) * (x.rank - 2)
+        name = n.proto.output[0]
+        sv = cx.from_const(consts[0].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.scale")
+        tv = cx.from_const(consts[1].astype(dtype).reshape(shape), is_weight=True, name=f"{name}.shift")
+        y = cx.emit1(graph.MulOp(cx.ssa(x), cx.ssa(sv)))
+        return [cx.emit1(graph.AddOp(y, cx.ssa(tv)))]
     args = [_ssa(n, i) for i in range(5)]
     if not n.attr("training_mode", 0):
         return [cx.emit1(graph.BatchNormOp(*args, epsilon=eps))]

@@ -31,7 +31,6 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +60,6 @@ class SplitResult:
     metadata: dict[str, Any] | None
     remarks: list[str] = field(default_factory=list)
     pass_seconds: dict[str, float] = field(default_factory=dict)
-    chunks: int = 0
-    workers: int = 0
 
 
 def jobs() -> int:
@@ -70,8 +67,9 @@ def jobs() -> int:
     env = os.environ.get("MINIMLIR_COMPILE_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(n, 8))
+    from minimlir.backend.parallel import cpu_count
+
+    return max(1, min(cpu_count(), 8))
 
 
 def applies(pipeline: str) -> bool:
@@ -230,13 +228,11 @@ def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: 
             seconds[k] = seconds.get(k, 0.0) + v
     merged = merge_llvm_ir(parts)
     seconds["lower-split-wall"] = time.perf_counter() - t0
-    return SplitResult(merged, sigs, metadata, remarks, seconds, chunks=len(chunks),
-                       workers=min(workers, len(chunks)))
+    return SplitResult(merged, sigs, metadata, remarks, seconds)
 
 
 # ---------------------------------------------------------------- merging LLVM IR text
 
-_DEFINE = re.compile(r'define\s+(?:(?:internal|private)\s+)?.*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
 _DECLARE = re.compile(r'declare\s+.*?@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(')
 _GLOBAL = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)\s*=')
 
@@ -246,6 +242,8 @@ def merge_llvm_ir(parts: list[str]) -> str:
     do): the first header, every definition, each global and declaration once, no declaration of a
     function some part defines. Raises SplitUnavailable for what it cannot merge safely (metadata,
     attribute groups, two different definitions of one global or function)."""
+    from minimlir.backend import jit
+
     header: list[str] = []
     globals_: dict[str, str] = {}
     declares: dict[str, str] = {}
@@ -259,7 +257,7 @@ def merge_llvm_ir(parts: list[str]) -> str:
             if not line.strip():
                 continue
             if line.startswith("define "):
-                m = _DEFINE.match(line)
+                m = jit._DEFINE.match(line)
                 if m is None:
                     raise SplitUnavailable(f"cannot read: {line[:80]}")
                 body = [line]
@@ -270,9 +268,9 @@ def merge_llvm_ir(parts: list[str]) -> str:
                     raise SplitUnavailable("unterminated function")
                 body.append("}")
                 i += 1
-                if m.group(1) in defines:
-                    raise SplitUnavailable(f"@{m.group(1)} is defined twice")
-                defines[m.group(1)] = body
+                if m.group(2) in defines:
+                    raise SplitUnavailable(f"@{m.group(2)} is defined twice")
+                defines[m.group(2)] = body
             elif line.startswith("declare "):
                 m = _DECLARE.match(line)
                 if m is None:

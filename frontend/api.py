@@ -874,32 +874,13 @@ def _model_identity(model: Any) -> list[str] | None:
     return None
 
 
-def _frontend_fingerprint() -> str:
-    """Like runtime.source_fingerprint, over minimlir.frontend (the importer shapes the IR too)."""
-    import importlib.util
-
-    from minimlir.backend import cache as _cache
-
-    parts: list[str] = []
-    spec = importlib.util.find_spec("minimlir.frontend")
-    for root in (spec.submodule_search_locations or ()) if spec is not None else ():
-        base = Path(root)
-        for f in sorted(base.rglob("*.py")):
-            try:
-                st = f.stat()
-            except OSError:
-                continue
-            parts.append(f"{f.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}")
-    return _cache.digest(parts)
-
-
 def api_cache_key(identity: Sequence[str], pipeline: str, entry: str | None, opt_level: int = 3) -> str:
     """The key of a `compile` cache entry (see the module docstring)."""
     from minimlir.backend import cache as _cache
     from minimlir.backend.runtime import _versions, source_fingerprint
 
     return _cache.digest(("minimlir-api", str(API_CACHE_VERSION), *identity, pipeline, entry or "",
-                          *_versions(), source_fingerprint(), _frontend_fingerprint(),
+                          *_versions(), source_fingerprint(), source_fingerprint(("minimlir.frontend",)),
                           *_cache.host_parts(), str(opt_level)))
 
 
