@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
-    AnyFloat,
     UnrealizedConversionCastOp,
     DenseIntOrFPElementsAttr,
     FloatAttr,

@@ -80,9 +80,6 @@ class LoopSchedulePass(ModulePass):
             cfg = cfg.replace(matmul=dataclasses.replace(cfg.matmul))
         schedule_module(op, cfg)
         if self.lower:
-            from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
-            from minimlir.passes.loop_lower_vectors import LoopLowerVectorsPass
-
             lower_scheduled(op, cfg.width)
 
 

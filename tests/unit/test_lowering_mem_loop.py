@@ -232,7 +232,6 @@ def test_entry_abi_signature():
 
 
 def test_illegal_mem_op_reports_failure():
-    from xdsl.utils.exceptions import DiagnosticException
 
     text = """
     func.func private @g() -> memref<4xf32>

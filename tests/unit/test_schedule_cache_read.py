@@ -4,7 +4,6 @@ tile cannot be packed."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from _schedule_kernels import chain, check, matmul, nan, parse, rand
 
