@@ -70,12 +70,14 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     FunctionType,
+    IntegerType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
+    VectorType,
     i1,
     i8,
     i32,
@@ -174,6 +176,20 @@ class _Emitter:
         else:
             op = llvm.GEPOp.from_mixed_indices(ptr, [self.value(offset)], elem, inbounds=True)
         return self(op).results[0]
+
+
+def _is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def _as_bytes(t: Attribute) -> Attribute:
+    """i1 -> i8 and vector<Nxi1> -> vector<Nxi8>: how booleans are laid out in memory.
+
+    LLVM stores `<8 x i1>` as one byte of packed bits, but an i1 buffer holds one byte per
+    element, as NumPy's bool does, and is read element by element elsewhere."""
+    if isinstance(t, VectorType):
+        return VectorType(i8, t.get_shape())
+    return i8
 
 
 def _const_attr(value: int, typ: Attribute) -> IntegerAttr:
@@ -721,7 +737,13 @@ class MemLowering:
         b = _Emitter(op, self)
         ptr, t = self.address(b, op, 0, op.indices)
         res_t = convert_type(op.result.type)
-        load = b(llvm.LoadOp(ptr, res_t, alignment=element_bytes(t.element_type)))
+        if _is_bool(t.element_type):
+            # i1 lives in memory as one byte (NumPy's bool); a vector of i1 would be bit-packed
+            bytes_t = _as_bytes(res_t)
+            raw = b(llvm.LoadOp(ptr, bytes_t, alignment=1)).results[0]
+            load = b(llvm.TruncOp(raw, res_t))
+        else:
+            load = b(llvm.LoadOp(ptr, res_t, alignment=element_bytes(t.element_type)))
         casts, values = from_llvm(load.results, [op.result.type])
         for c in casts:
             b(c)
@@ -731,6 +753,8 @@ class MemLowering:
         b = _Emitter(op, self)
         ptr, t = self.address(b, op, 1, op.indices)
         value = to_llvm(op.value, None, op)
+        if _is_bool(t.element_type):
+            value = b(llvm.ZExtOp(value, _as_bytes(value.type))).results[0]
         b(llvm.StoreOp(value, ptr, alignment=element_bytes(t.element_type)))
         _erase(op)
 
@@ -774,6 +798,8 @@ class MemLowering:
             return
         n = self.numel(b, t, dyn)
         value = to_llvm(op.value, None, op)
+        if _is_bool(t.element_type):
+            value = b(llvm.ZExtOp(value, i8)).results[0]
         elem = llvm_element_type(t.element_type)
 
         def body(lb: _Emitter, i: SSAValue) -> None:
