@@ -50,8 +50,8 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.backend import _target, cache as _cache
-from minimlir.passes import _llvm_ext
-from minimlir.passes._llvm_common import reconcile_casts
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.passes.to_llvm._common import reconcile_casts
 
 _llvm_lock = threading.RLock()
 

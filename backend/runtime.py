@@ -60,7 +60,7 @@ from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
 from minimlir.backend.jit import CompileError
-from minimlir.passes._memref_abi import (
+from minimlir.passes.to_llvm._memref_abi import (
     PARAM_ATTR,
     is_entry,
     is_public,
@@ -526,7 +526,7 @@ def reset_compile_stats() -> None:
 def _context():
     from xdsl.context import Context
 
-    from minimlir.passes import _llvm_ext  # noqa: F401 - registers the extension llvm ops
+    from minimlir.dialects import llvm_ext as _llvm_ext  # noqa: F401 - registers the extension llvm ops
     from minimlir.tools.mini_opt import our_dialects
 
     ctx = Context()
@@ -777,7 +777,7 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
     Instead of a module: (LLVM IR text, signatures of its exported functions), as the parallel
     lowering (frontend/_split_lower.py) produces them."""
     from minimlir.backend import _target, jit
-    from minimlir.passes import _llvm_ext
+    from minimlir.dialects import llvm_ext as _llvm_ext
 
     import time
 

@@ -136,7 +136,7 @@ def make_context() -> Context:
 
     from minimlir.tools.mini_opt import our_dialects
 
-    from minimlir.passes import _llvm_ext  # noqa: F401 (adds the llvm ops xDSL lacks to its dialect)
+    from minimlir.dialects import llvm_ext as _llvm_ext  # noqa: F401 (adds the llvm ops xDSL lacks to its dialect)
 
     ctx = Context()
     for name, factory in Universe.get_multiverse().all_dialects.items():
@@ -524,7 +524,7 @@ def jit(module: ModuleOp, metadata: Mapping[str, Any], *, params: Mapping[str, n
         num_threads: int | None, cache: bool):
     """The runtime's CompiledProgram for an llvm-dialect module and its mem-level metadata."""
     from minimlir.backend import runtime
-    from minimlir.passes import _llvm_ext
+    from minimlir.dialects import llvm_ext as _llvm_ext
 
     _llvm_ext.install_llvmlite_hooks()
     engine = runtime.jit_module(module, cache=cache)
@@ -990,7 +990,7 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
     from minimlir.backend import cache as _cache
     from minimlir.backend import runtime
     from minimlir.frontend.params import save_params
-    from minimlir.passes import _llvm_ext
+    from minimlir.dialects import llvm_ext as _llvm_ext
 
     _llvm_ext.install_llvmlite_hooks()
     engine, obj, externals = runtime._codegen(module, 3)

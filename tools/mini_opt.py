@@ -69,11 +69,19 @@ from minimlir.tools._pipeline import (
 
 
 def _modules(package_name: str):
+    """`package_name` and every module below it (subpackages walked), skipping any dotted part that
+    starts with `_` (shared helpers, and the moved-module aliases, which live in no file)."""
     package = importlib.import_module(package_name)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+    yield package
+    infos = pkgutil.walk_packages(package.__path__, package_name + ".", onerror=_raise)
+    for info in sorted(infos, key=lambda m: m.name):
+        if any(part.startswith("_") for part in info.name[len(package_name) + 1:].split(".")):
             continue
-        yield importlib.import_module(f"{package_name}.{info.name}")
+        yield importlib.import_module(info.name)
+
+
+def _raise(name: str) -> None:
+    raise  # walk_packages swallows a subpackage's ImportError unless told; a broken pass must show
 
 
 def _passes_defined_in(module: ModuleType) -> Iterator[type[ModulePass]]:

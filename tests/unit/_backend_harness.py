@@ -9,11 +9,11 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from minimlir.passes import _llvm_ext
-from minimlir.passes.convert_arith_to_llvm import ConvertArithToLlvmPass
-from minimlir.passes.convert_cf_to_llvm import ConvertCfToLlvmPass
-from minimlir.passes.convert_func_to_llvm import ConvertFuncToLlvmPass
-from minimlir.passes.convert_math_to_llvm import ConvertMathToLlvmPass
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.passes.to_llvm.arith import ConvertArithToLlvmPass
+from minimlir.passes.to_llvm.cf import ConvertCfToLlvmPass
+from minimlir.passes.to_llvm.func import ConvertFuncToLlvmPass
+from minimlir.passes.to_llvm.math import ConvertMathToLlvmPass
 
 
 def context() -> Context:

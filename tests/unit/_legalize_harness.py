@@ -134,7 +134,7 @@ def parse(mlir_text: str) -> ModuleOp:
 
 def legalize(mlir_text: str) -> ModuleOp:
     """Parse, run graph-legalize, verify."""
-    from minimlir.passes.graph_legalize import GraphLegalizePass
+    from minimlir.passes.graph.legalize import GraphLegalizePass
 
     module = parse(mlir_text)
     module.verify()

@@ -11,7 +11,7 @@ import numpy as np
 from xdsl.dialects import vector
 
 import _legalize_harness as H
-from minimlir.passes._schedule import Schedule
+from minimlir.passes.loop.schedule.api import Schedule
 
 # The harness's interpreter has no vector.broadcast (a splat); teach it here, for the
 # loop-lower-vectors tests only.

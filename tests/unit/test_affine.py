@@ -10,7 +10,7 @@ from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint
 
 from minimlir.dialects import loop, mem
-from minimlir.passes._affine import (
+from minimlir.passes.loop.schedule.affine import (
     AffineForm,
     affine_of,
     loop_range,

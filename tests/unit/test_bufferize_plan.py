@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from minimlir.passes.mem_plan import (
+from minimlir.passes.mem.plan import (
     align_up,
     lifetimes_overlap,
     max_live_bytes,

@@ -16,7 +16,7 @@ from onnx import helper as h
 
 from minimlir.frontend import compile
 from minimlir.frontend.api import ir_text, load, lower
-from minimlir.passes.graph_fuse import is_primitive
+from minimlir.passes.graph.fuse import is_primitive
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONV_ONNX = EXAMPLES / "conv_add_relu.onnx"

@@ -7,7 +7,7 @@ from xdsl.parser import Parser
 
 from minimlir.dialects.loop import Loop
 from minimlir.dialects.mem import Mem
-from minimlir.passes.convert_mem_to_llvm import ConvertMemToLlvmPass
+from minimlir.passes.to_llvm.mem import ConvertMemToLlvmPass
 
 
 def _lower(text: str) -> builtin.ModuleOp:

@@ -8,9 +8,9 @@ import pytest
 
 import _legalize_harness as H
 import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
-from minimlir.passes import _default_schedule as D
+from minimlir.passes.loop.schedule import default as D
 from minimlir.passes._pipelines import PIPELINES
-from minimlir.passes.loop_schedule import LoopSchedulePass, lower_scheduled
+from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
 
 native_ok, native_reason = H.native_status()
 needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
@@ -416,9 +416,9 @@ func.func @main(%x: tensor<3x20xf32>) -> tensor<3x12xf32> {
 def test_copy_blocks_inlined_into_elementwise_consumers():
     """broadcast_to -> transpose of a splat becomes one store of the splat (no temp buffer);
     the transpose feeding the matmul (a reduction) is not inlined."""
-    from minimlir.passes.graph_fuse import GraphFusePass
-    from minimlir.passes.graph_legalize import GraphLegalizePass
-    from minimlir.passes.loop_fuse import LoopFusePass
+    from minimlir.passes.graph.fuse import GraphFusePass
+    from minimlir.passes.graph.legalize import GraphLegalizePass
+    from minimlir.passes.loop.fuse import LoopFusePass
 
     m = H.parse(SPLAT_T)
     for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
@@ -607,9 +607,9 @@ def _epilogue_case(shape, kind):
 
 def _fused(text: str):
     """graph-fuse, graph-legalize, loop-fuse: one kernel with the conv and its consumers."""
-    from minimlir.passes.graph_fuse import GraphFusePass
-    from minimlir.passes.graph_legalize import GraphLegalizePass
-    from minimlir.passes.loop_fuse import LoopFusePass
+    from minimlir.passes.graph.fuse import GraphFusePass
+    from minimlir.passes.graph.legalize import GraphLegalizePass
+    from minimlir.passes.loop.fuse import LoopFusePass
 
     m = H.parse(text)
     for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):

@@ -15,9 +15,9 @@ from xdsl.context import Context
 from xdsl.dialects import func
 
 from minimlir.dialects import graph, loop
-from minimlir.passes.graph_fuse import GraphFusePass, is_primitive
-from minimlir.passes.graph_legalize import GraphLegalizePass
-from minimlir.passes.loop_fuse import LoopFusePass
+from minimlir.passes.graph.fuse import GraphFusePass, is_primitive
+from minimlir.passes.graph.legalize import GraphLegalizePass
+from minimlir.passes.loop.fuse import LoopFusePass
 
 RNG = np.random.default_rng(11)
 

@@ -8,7 +8,7 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.utils.test_value import create_ssa_value
 
 from minimlir.dialects import graph
-from minimlir.passes._op_pattern import PATTERNS, OpPattern, edge_pattern, op_pattern
+from minimlir.passes.graph._op_pattern import PATTERNS, OpPattern, edge_pattern, op_pattern
 
 
 def test_every_graph_op_is_classified_once():

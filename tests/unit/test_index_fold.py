@@ -6,7 +6,7 @@ import pytest
 
 import _legalize_harness as H
 from minimlir.dialects import loop
-from minimlir.passes._index_fold import _eval, fold_index_arith
+from minimlir.passes.loop.schedule.index_fold import _eval, fold_index_arith
 
 
 def kernel(body: str, args: str = "%out: memref<16xi64>") -> str:

@@ -7,7 +7,7 @@ import pytest
 from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as tt
 
 from minimlir.dialects import graph, mem
-from minimlir.passes._affine import indices_of
+from minimlir.passes.loop.schedule.affine import indices_of
 
 RNG = np.random.default_rng(11)
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)

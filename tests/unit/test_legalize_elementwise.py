@@ -398,8 +398,8 @@ func.func @f(%x: {t}) -> {t} {{
 def test_op_without_legalization_fails_at_its_location(monkeypatch):
     from xdsl.utils.exceptions import DiagnosticException
 
-    from minimlir.passes._legalize_common import LEGALIZATIONS
-    from minimlir.passes.graph_legalize import _load_legalizations
+    from minimlir.passes.graph.legalize._common import LEGALIZATIONS
+    from minimlir.passes.graph.legalize import _load_legalizations
 
     _load_legalizations()
     monkeypatch.delitem(LEGALIZATIONS, graph.TanhOp)

@@ -204,7 +204,7 @@ def test_conv2d_dynamic_batch_and_spatial(backend, case):
 
 def test_conv2d_unpadded_loads_stay_affine():
     from minimlir.dialects import mem
-    from minimlir.passes._affine import indices_of
+    from minimlir.passes.loop.schedule.affine import indices_of
 
     xs, ws = (1, 3, 5, 5), (2, 3, 3, 3)
     module = legalize(_conv_text(xs, ws, (2, 1), (0, 0, 0, 0), (2, 1), 1, False, (1, 2, 1, 3)))

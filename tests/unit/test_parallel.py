@@ -11,7 +11,7 @@ import pytest
 import _legalize_harness as H
 from minimlir.backend import parallel
 from minimlir.dialects import loop
-from minimlir.passes.loop_outline_parallel import PARALLEL_BODIES_ATTR, outline_module
+from minimlir.passes.loop.outline_parallel import PARALLEL_BODIES_ATTR, outline_module
 
 native_ok, native_reason = H.native_status()
 needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
@@ -48,7 +48,7 @@ def _compile(text):
 
 
 def test_outline_moves_parallel_loop_into_a_function():
-    from minimlir.passes._default_schedule import ScheduleConfig, schedule_module
+    from minimlir.passes.loop.schedule.default import ScheduleConfig, schedule_module
 
     m = H.legalize(ELEMENTWISE)
     schedule_module(m, ScheduleConfig(width=8))
@@ -80,8 +80,8 @@ def test_outlined_serial_call_same_as_loop_in_interpreter(monkeypatch):
 
     monkeypatch.setattr(H._Interpreter, "step", step)
     import _schedule_kernels  # noqa: F401 - vector.broadcast in the interpreter
-    from minimlir.passes._default_schedule import ScheduleConfig, schedule_module
-    from minimlir.passes.loop_schedule import lower_scheduled
+    from minimlir.passes.loop.schedule.default import ScheduleConfig, schedule_module
+    from minimlir.passes.loop.schedule import lower_scheduled
 
     text = ELEMENTWISE.replace("?x", "3x")
     x, y = rand(3, 29), rand(29, seed=1)

@@ -8,7 +8,7 @@ import pytest
 from _schedule_kernels import chain, check, matmul, nan, parse, rand
 
 from minimlir.dialects import loop, mem
-from minimlir.passes._schedule import Schedule, ScheduleError
+from minimlir.passes.loop.schedule.api import Schedule, ScheduleError
 
 
 def mm_case(m, k, n, sm, sk, sn):
@@ -64,7 +64,7 @@ def test_cache_read_refusals():
 
 
 def test_cache_read_pass_selects_buffer_and_reports_bad_index():
-    from minimlir.passes.loop_cache_read import LoopCacheReadPass
+    from minimlir.passes.loop.primitives.cache_read import LoopCacheReadPass
 
     m = parse(matmul("4", "4", "4"))
     LoopCacheReadPass(block="matmul", read=1, loop=0, copy="B_pack").apply(None, m)

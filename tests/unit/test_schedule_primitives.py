@@ -9,9 +9,9 @@ import pytest
 from _schedule_kernels import chain, check, matmul, nan, parse, rand
 
 from minimlir.dialects import loop
-from minimlir.passes._schedule import Schedule, ScheduleError
-from minimlir.passes.loop_lower_unroll import LoopLowerUnrollPass
-from minimlir.passes.loop_lower_vectors import LoopLowerVectorsPass
+from minimlir.passes.loop.schedule.api import Schedule, ScheduleError
+from minimlir.passes.loop.lower_unroll import LoopLowerUnrollPass
+from minimlir.passes.loop.lower_vectors import LoopLowerVectorsPass
 
 CONV = (Path(__file__).parents[1] / "lit" / "schedule" / "Inputs" / "conv-add-relu.mlir").read_text()
 

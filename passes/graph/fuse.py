@@ -1,0 +1,471 @@
+"""graph-fuse (TVM's FuseOps): group graph ops that can run as one kernel, outline each group.
+
+    %c = graph.conv2d %x, %w …                 %r = func.call @fused_conv2d_add_relu(%x, %w, %b)
+    %a = graph.add %c, %b …            ==>     func.func private @fused_conv2d_add_relu(…)
+    %r = graph.relu %a …                           attributes {graph.primitive} { conv2d; add; relu }
+
+Grouping follows TVM's post-dominator algorithm. Every op gets the kind of `_op_pattern.py`
+(elementwise < broadcast < injective < reduction < out-elementwise-fusable < opaque) and its
+immediate post-dominator `dom` (the nearest op every path from its result passes through; none
+if the result is returned or reaches the return by two routes). Nodes are visited producers
+first, three times (TVM's phases), and the group of node n is merged into the group of `dom`
+together with every op on the paths n -> dom when:
+
+  * n's group is out-elementwise-fusable (conv2d, matmul, pools), phase 0: every edge on the
+    paths is elementwise and every op on them at most broadcast (conv -> add(bias) -> relu);
+  * n's group is elementwise/broadcast, any phase: the path kind is at most injective or a
+    reduction; ops on the paths at most injective; the `dom` group may be anything but opaque
+    (so elementwise chains fuse, and a reduction absorbs its elementwise inputs);
+  * n's group is injective, phase 1: every op on the paths at most injective, `dom`'s group at
+    most injective or a reduction (injective -> reduce);
+  * a reduction's group never fuses into its consumers; opaque ops never fuse;
+  * the merged group has at most `max-depth` ops.
+
+Groups of two or more ops are outlined into private functions marked `graph.primitive` (tensor
+arguments, tensor results) and called with `func.call`. An index operand of a member
+(`graph.reshape … dims(%n)`) is recomputed inside the function from `graph.dim`s of tensors, which
+become arguments. graph-legalize then legalizes each primitive function like any other; loop-fuse
+turns each into one kernel. `explain=true` emits a remark at each op that was not fused into its
+post-dominator, saying why.
+
+Identical groups share one function: a group whose outlined function has the same type and the same
+body (printed text; locations are not part of it) as an earlier one calls that one instead, so
+repeated blocks (ResNet bottlenecks, DenseNet layers) are legalized, scheduled and compiled once.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from minimlir.dialects import graph, loop
+from minimlir.passes._diagnostics import emit_error, emit_remark
+from minimlir.passes.graph._op_pattern import OpPattern, edge_pattern, op_pattern
+
+PRIMITIVE_ATTR = "graph.primitive"
+
+ELEMWISE = OpPattern.ELEMWISE
+BROADCAST = OpPattern.BROADCAST
+INJECTIVE = OpPattern.INJECTIVE
+COMM_REDUCE = OpPattern.COMM_REDUCE
+OUT_EWISE = OpPattern.OUT_EWISE_FUSABLE
+OPAQUE = OpPattern.OPAQUE
+
+# Index ops that may be recomputed inside a primitive function (shape arithmetic).
+_INDEX_OPS = (
+    arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp,
+    arith.CeilDivSIOp, arith.DivSIOp, arith.RemSIOp, arith.MaxSIOp, arith.MinSIOp,
+)
+
+
+def is_primitive(op: Operation) -> bool:
+    """Is `op` a func.func outlined by graph-fuse (marked `graph.primitive`)?"""
+    return isinstance(op, func.FuncOp) and PRIMITIVE_ATTR in op.attributes
+
+
+def _short(op: Operation) -> str:
+    return op.name.split(".", 1)[-1]
+
+
+def _index_slice(value: SSAValue) -> list[Operation] | None:
+    """The ops computing an index value from graph.dim of tensors and constants (producers
+    first), or None if it depends on anything else (a block argument, a loaded value)."""
+    seen: dict[Operation, None] = {}
+
+    def visit(v: SSAValue) -> bool:
+        op = v.owner
+        if not isinstance(op, Operation):
+            return False
+        if op in seen:
+            return True
+        if isinstance(op, graph.DimOp):
+            seen[op] = None
+            return True
+        if not isinstance(op, _INDEX_OPS):
+            return False
+        if not all(visit(o) for o in op.operands):
+            return False
+        seen[op] = None
+        return True
+
+    return list(seen) if visit(value) else None
+
+
+class _Group:
+    """A union-find set of nodes; the root holds the pattern and the op count."""
+
+    def __init__(self, op: Operation, pattern: OpPattern):
+        self.parent: _Group | None = None
+        self.pattern = pattern
+        self.anchor = op  # the member with the highest kind (names the group in remarks)
+        self.size = 1
+
+    def root(self) -> _Group:
+        g = self
+        while g.parent is not None:
+            g = g.parent
+        if g is not self:
+            self.parent = g
+        return g
+
+
+class _Node:
+    def __init__(self, op: Operation, index: int):
+        self.op = op
+        self.index = index
+        self.pattern = op_pattern(op)
+        self.group = _Group(op, self.pattern)
+        # (consumer node, edge kind); None as consumer: used outside the block's graph ops
+        self.consumers: list[tuple[_Node | None, OpPattern]] = []
+        self.dom: _Node | None = None
+        self.dom_depth = 0
+        self.why: str | None = None
+
+
+class _Fuser:
+    def __init__(self, block: Block, max_depth: int):
+        self.max_depth = max_depth
+        self.nodes: list[_Node] = []
+        self.node_of: dict[Operation, _Node] = {}
+        for i, op in enumerate(block.ops):
+            if isinstance(op, func.ReturnOp):
+                continue
+            n = _Node(op, i)
+            if n.pattern != OPAQUE and not self._dims_recomputable(op):
+                n.pattern = OPAQUE
+                n.group.pattern = OPAQUE
+                n.why = "its index operands cannot be recomputed from tensor dims"
+            self.nodes.append(n)
+            self.node_of[op] = n
+        for n in self.nodes:
+            for res in n.op.results:
+                for use in res.uses:
+                    if isinstance(use.operation, graph.DimOp):
+                        continue  # reads only the shape: no data edge (outlining re-links it)
+                    c = self.node_of.get(use.operation)
+                    kind = edge_pattern(use.operation, res) if c is not None else OPAQUE
+                    n.consumers.append((c, kind))
+        self._post_dominators()
+
+    @staticmethod
+    def _dims_recomputable(op: Operation) -> bool:
+        return all(
+            _index_slice(o) is not None for o in op.operands if isinstance(o.type, IndexType)
+        )
+
+    # -- post-dominator tree (consumers come later in the block: visit in reverse) ----------
+
+    def _lca(self, a: _Node | None, b: _Node | None) -> _Node | None:
+        while a is not b:
+            if a is None or b is None:
+                return None
+            if a.dom_depth >= b.dom_depth:
+                a = a.dom
+            else:
+                b = b.dom
+        return a
+
+    def _post_dominators(self) -> None:
+        for n in reversed(self.nodes):
+            if not n.consumers or any(c is None for c, _ in n.consumers):
+                n.dom, n.dom_depth = None, 1
+                continue
+            dom = n.consumers[0][0]
+            for c, _ in n.consumers[1:]:
+                dom = self._lca(dom, c)
+            n.dom = dom
+            n.dom_depth = dom.dom_depth + 1 if dom is not None else 1
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def _path(self, src: _Node, sink: _Node) -> tuple[list[_Node], OpPattern]:
+        """Nodes strictly between src and sink on paths src -> sink, and the max edge kind."""
+        between: dict[_Node, None] = {}
+        edge = ELEMWISE
+        stack = [src]
+        seen = {src}
+        while stack:
+            n = stack.pop()
+            for c, kind in n.consumers:
+                assert c is not None  # sink post-dominates src: no path escapes
+                edge = max(edge, kind)
+                if c is sink or c in seen:
+                    continue
+                seen.add(c)
+                between[c] = None
+                stack.append(c)
+        return list(between), edge
+
+    def _try_fuse(self, n: _Node, phase: int) -> None:
+        g = n.group.root()
+        dom = n.dom
+        if g.pattern == OPAQUE or dom is None:
+            return
+        sink = dom.group.root()
+        if sink is g:
+            return
+        if g.pattern == COMM_REDUCE:
+            n.why = f"a reduction ('{n.op.name}') does not fuse into its consumers"
+            return
+        path, edge = self._path(n, dom)
+        path_kinds = [(p, p.group.root().pattern) for p in path]
+        dom_name = dom.op.name
+        if g.pattern == OUT_EWISE:
+            if phase != 0:
+                return
+            if sink.pattern == OPAQUE:
+                n.why = f"'{dom_name}' is opaque"
+                return
+            if edge != ELEMWISE:
+                if dom.pattern == COMM_REDUCE:
+                    n.why = f"reduction cannot absorb a {_short(g.anchor)} producer"
+                else:
+                    n.why = (
+                        f"the path to it is {edge.label}; a {_short(g.anchor)} only absorbs "
+                        "elementwise consumers"
+                    )
+                return
+            bad = [p for p, k in path_kinds if k > BROADCAST]
+            if sink.pattern > BROADCAST and sink.pattern != OUT_EWISE or bad:
+                what = bad[0] if bad else dom
+                n.why = f"'{what.op.name}' on the path is {what.group.root().pattern.label}"
+                return
+        elif g.pattern <= BROADCAST:
+            if edge > INJECTIVE and edge != COMM_REDUCE:
+                if dom.pattern == OPAQUE:
+                    n.why = f"'{dom_name}' is opaque"
+                else:
+                    n.why = f"'{dom_name}' cannot absorb a producer ({dom.pattern.label})"
+                return
+            bad = [p for p, k in path_kinds if k > INJECTIVE]
+            if bad:
+                n.why = f"'{bad[0].op.name}' on the path is {bad[0].group.root().pattern.label}"
+                return
+            if sink.pattern == OPAQUE:
+                n.why = f"'{dom_name}' is opaque"
+                return
+        elif g.pattern == INJECTIVE:
+            if phase != 1:
+                return
+            bad = [p for p, k in path_kinds if k > INJECTIVE]
+            if bad:
+                n.why = f"'{bad[0].op.name}' on the path is {bad[0].group.root().pattern.label}"
+                return
+            if sink.pattern > INJECTIVE and sink.pattern != COMM_REDUCE:
+                n.why = (
+                    f"'{dom_name}' is in a {sink.pattern.label} group, which cannot absorb an "
+                    "injective producer"
+                )
+                return
+        groups = {g, sink, *(p.group.root() for p in path)}
+        if sum(x.size for x in groups) > self.max_depth:
+            n.why = f"group reached max-depth {self.max_depth}"
+            return
+        for x in groups:
+            if x is not sink:
+                x.parent = sink
+                if x.pattern > sink.pattern:
+                    sink.pattern, sink.anchor = x.pattern, x.anchor
+                sink.size += x.size
+        n.why = None
+
+    def run(self) -> list[list[_Node]]:
+        for phase in (0, 1, 2):
+            for n in self.nodes:
+                self._try_fuse(n, phase)
+        groups: dict[_Group, list[_Node]] = {}
+        for n in self.nodes:
+            if n.pattern != OPAQUE:
+                groups.setdefault(n.group.root(), []).append(n)
+        return [members for members in groups.values() if len(members) >= 2]
+
+    def explain(self) -> None:
+        for n in self.nodes:
+            consumers = [c for c, _ in n.consumers if c is not None]
+            if n.pattern == OPAQUE and n.why is None or not consumers:
+                continue
+            dom = n.dom
+            if dom is not None and dom.group.root() is n.group.root():
+                continue
+            target = dom or consumers[0]
+            why = n.why
+            if why is None:
+                if dom is None:
+                    outside = [use.operation for r in n.op.results for use in r.uses]
+                    if any(isinstance(o, func.ReturnOp) for o in outside):
+                        why = "its result is also returned from the function"
+                    elif any(o not in self.node_of for o in outside):
+                        why = "its result is also used outside the function body's graph ops"
+                    else:
+                        why = "its consumers have no common post-dominator"
+                else:
+                    why = f"'{target.op.name}' is {target.pattern.label}"
+            emit_remark(n.op, f"not fused into '{target.op.name}': {why}")
+
+
+def _body_key(prim: func.FuncOp) -> str:
+    """What makes two outlined functions interchangeable: the type and the printed body."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    printer = Printer(stream=out)
+    printer.print_attribute(prim.function_type)
+    for op in prim.body.block.ops:
+        out.write("\n")
+        printer.print_op(op)
+    return out.getvalue()
+
+
+def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
+             outlined: dict[str, str] | None = None) -> None:
+    ops = [m.op for m in members]
+    member_set = set(ops)
+    inputs: list[SSAValue] = []
+    slice_ops: dict[Operation, None] = {}
+
+    def add_input(v: SSAValue) -> None:
+        if v not in inputs:
+            inputs.append(v)
+
+    for op in ops:
+        for v in op.operands:
+            if isinstance(v.owner, Operation) and v.owner in member_set:
+                continue
+            if isinstance(v.type, IndexType):
+                for ix in _index_slice(v) or ():
+                    slice_ops[ix] = None
+                    if isinstance(ix, graph.DimOp) and ix.input.owner not in member_set:
+                        add_input(ix.input)
+            else:
+                add_input(v)
+    # Shape ops only the group needs move into it; the others stay (and keep their operands).
+    internal: set[Operation] = set()
+    for ix in sorted(slice_ops, key=_position, reverse=True):
+        if all(u.operation in member_set or u.operation in internal for r in ix.results for u in r.uses):
+            internal.add(ix)
+    inside = member_set | internal
+    outputs = [
+        r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)
+    ]
+
+    base = "fused_" + "_".join(dict.fromkeys(_short(op) for op in ops[:4]))
+    name, k = base, 0
+    while name in used_names:
+        k += 1
+        name = f"{base}_{k}"
+    used_names.add(name)
+
+    prim = func.FuncOp(
+        name, FunctionType.from_lists([v.type for v in inputs], [r.type for r in outputs])
+    )
+    body = prim.body.block
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    # Block order is a topological order: shape ops and members cloned in it stay valid.
+    for op in sorted([*slice_ops, *ops], key=_position):
+        body.add_op(op.clone(value_mapper=mapping))
+    body.add_op(func.ReturnOp(*[mapping[r] for r in outputs]))
+    prim.sym_visibility = StringAttr("private")
+    prim.attributes[PRIMITIVE_ATTR] = UnitAttr()
+    prim.location = ops[-1].location
+    if outlined is not None:
+        key = _body_key(prim)
+        if key in outlined:  # an identical group was outlined before: call that function
+            used_names.discard(name)
+            prim.erase()
+            name, prim = outlined[key], None
+        else:
+            outlined[key] = name
+
+    call = func.CallOp(name, inputs, [r.type for r in outputs])
+    call.location = ops[-1].location
+    block = ops[-1].parent
+    assert block is not None and fn.parent is not None
+    block.insert_op_after(call, ops[-1])
+    for old, new in zip(outputs, call.res):
+        old.replace_uses_with_if(new, lambda use: use.operation not in inside)
+    for op in sorted(inside, key=_position, reverse=True):
+        op.detach()
+        op.erase()
+    if prim is not None:
+        fn.parent.insert_op_before(prim, fn)
+
+
+def _position(op: Operation) -> int:
+    assert op.parent is not None
+    return op.parent.get_operation_index(op)
+
+
+def _topo_sort(block: Block, fn: func.FuncOp) -> None:
+    """Restore def-before-use after outlining (stable: keeps the original order where it can;
+    the return stays last)."""
+    ops = list(block.ops)
+    pos = {op: i for i, op in enumerate(ops)}
+    deps: dict[Operation, set[Operation]] = {op: set() for op in ops}
+    for op in ops:
+        for inner in op.walk():
+            for v in inner.operands:
+                if isinstance(v.owner, Operation) and v.owner in pos and v.owner is not op:
+                    deps[op].add(v.owner)
+    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    for op, ds in deps.items():
+        for d in ds:
+            users[d].append(op)
+    ready = [(pos[op], op) for op in ops if not deps[op]]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    remaining = {op: len(ds) for op, ds in deps.items()}
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for u in users[op]:
+            remaining[u] -= 1
+            if remaining[u] == 0:
+                heapq.heappush(ready, (pos[u], u))
+    if len(order) != len(ops):
+        emit_error(fn, "graph-fuse: outlining created a cycle (internal error)")
+    if order == ops:
+        return
+    for op in ops:
+        op.detach()
+    for op in order:
+        block.add_op(op)
+
+
+@dataclass(frozen=True)
+class GraphFusePass(ModulePass):
+    """Outline fusion groups of graph ops into `graph.primitive` functions (TVM's FuseOps)."""
+
+    name = "graph-fuse"
+
+    max_depth: int = 7
+    explain: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.max_depth < 1:
+            raise DiagnosticException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
+        used_names = {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp)}
+        targets = [
+            f for f in op.ops
+            if isinstance(f, func.FuncOp) and f.body.blocks
+            and not loop.is_kernel(f) and not is_primitive(f)
+        ]
+        outlined: dict[str, str] = {}  # body key -> function name (identical groups share one)
+        for fn in targets:
+            if len(fn.body.blocks) != 1:
+                continue  # graph functions are straight-line; leave anything else alone
+            fuser = _Fuser(fn.body.block, self.max_depth)
+            groups = fuser.run()
+            if self.explain:
+                fuser.explain()
+            for members in sorted(groups, key=lambda ms: ms[-1].index):
+                _outline(members, fn, used_names, outlined)
+            _topo_sort(fn.body.block, fn)

@@ -1,0 +1,188 @@
+"""The contract between graph-legalize and the modules that know how to legalize each op family.
+
+A legalization is registered per graph op class:
+
+    @legalizes(graph.ReluOp)
+    class LegalizeRelu(Legalization):
+        def build(self, op, kb):                 # fill the kernel: kb.inputs / kb.outputs are
+            ...                                  # memrefs of op's tensor operands / results
+        def result_dims(self, op, g):            # one Index per `?` over all results, in order
+            return [g.dim(op.input, i) for i, d in enumerate(shape) if d is dynamic]
+
+`build` sees the kernel's buffers only: inside a kernel, dynamic extents are read with `kb.dim`
+(`mem.dim`). `result_dims` runs at the graph level, before the op: `g.dim` emits `graph.dim`, and
+`g.iadd/isub/imul/floordiv/ceildiv/max` emit folded `arith` on `index` (shape functions).
+`extra_args` passes graph-level values (index operands packed into a tensor) as extra kernel inputs.
+`kernel_key` says which ops may share one kernel: by default the op name, its properties and the
+operand/result types, so two identical ops reuse one kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from minimlir.dialects import graph
+from minimlir.passes.loop._kernel_builder import Index, KernelBuilder
+
+LEGALIZATIONS: dict[type[Operation], Legalization] = {}
+
+
+class Legalization:
+    """How one graph op family becomes a loop kernel (see the module docstring)."""
+
+    def build(self, op: Operation, kb: KernelBuilder) -> None:
+        raise NotImplementedError
+
+    def result_dims(self, op: Operation, g: GraphDims) -> list[Index]:
+        """Default: results with static shapes need nothing; a dynamic dim of result k at
+        position i is taken from the first tensor operand of the same rank whose dim i matches."""
+        dims: list[Index] = []
+        for res in op.results:
+            assert isinstance(res.type, TensorType)
+            for i, d in enumerate(res.type.get_shape()):
+                if d >= 0:
+                    continue
+                dims.append(g.same_dim_as_operand(op, res.type, i))
+        return dims
+
+    def extra_args(self, op: Operation, g: GraphDims) -> list[SSAValue]:
+        """Tensors built at the graph level (before `op`) and passed to the kernel after op's
+        tensor operands: how index operands reach a kernel, which takes memrefs only (e.g. a
+        graph.from_dims of them: an i64 buffer). Default: none. Their types must follow from
+        `kernel_key`."""
+        return []
+
+    def kernel_key(self, op: Operation) -> tuple:
+        return (
+            op.name,
+            tuple(sorted((k, str(v)) for k, v in op.properties.items())),
+            tuple(str(o.type) for o in op.operands if isinstance(o.type, TensorType)),
+            tuple(str(r.type) for r in op.results),
+        )
+
+
+def legalizes(*op_types: type[Operation]):
+    """Class decorator: register an instance of the Legalization for these graph op classes."""
+
+    def register(cls: type[Legalization]) -> type[Legalization]:
+        inst = cls()
+        for t in op_types:
+            assert t not in LEGALIZATIONS, f"{t.name} is legalized twice"
+            LEGALIZATIONS[t] = inst
+        return cls
+
+    return register
+
+
+class GraphDims:
+    """Shape arithmetic at the graph level, emitted before `op` (index values, folded)."""
+
+    def __init__(self, op: Operation):
+        self.ip = InsertPoint.before(op)
+        self._dims: dict[tuple[SSAValue, int], SSAValue] = {}
+
+    def _emit(self, op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, self.ip)
+        return op.results[0]
+
+    def index(self, v: Index) -> SSAValue:
+        if isinstance(v, int):
+            return self._emit(arith.ConstantOp(IntegerAttr(v, IndexType())))
+        return v
+
+    @staticmethod
+    def const_value(v: Index) -> int | None:
+        if isinstance(v, int):
+            return v
+        if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
+            return v.owner.value.value.data
+        return None
+
+    def dim(self, value: SSAValue, i: int) -> Index:
+        """Extent i of a tensor: an int when static, else a `graph.dim` (emitted once)."""
+        assert isinstance(value.type, TensorType)
+        d = value.type.get_shape()[i]
+        if d >= 0:
+            return d
+        if (value, i) not in self._dims:
+            self._dims[(value, i)] = self._emit(graph.DimOp(value, i))
+        return self._dims[(value, i)]
+
+    def same_dim_as_operand(self, op: Operation, result_type: TensorType, i: int) -> Index:
+        rank = result_type.get_num_dims()
+        # Prefer an operand whose dim is dynamic or > 1 at the aligned (right-justified) position.
+        candidates: list[Index] = []
+        for operand in op.operands:
+            t = operand.type
+            if not isinstance(t, TensorType):
+                continue
+            r = t.get_num_dims()
+            j = i - (rank - r)
+            if j < 0:
+                continue
+            d = t.get_shape()[j]
+            if d < 0:
+                candidates.append(self.dim(operand, j))
+            elif d != 1:
+                return d
+        if not candidates:
+            raise ValueError(f"cannot infer dynamic dim {i} of {op.name}'s result")
+        if len(candidates) == 1:
+            return candidates[0]
+        # NumPy broadcasting of `?` with `?`: max (a 1 broadcasts to the other size).
+        acc = candidates[0]
+        for c in candidates[1:]:
+            acc = self.max(acc, c)
+        return acc
+
+    def _fold2(self, a: Index, b: Index, fn, op_cls) -> Index:
+        ca, cb = self.const_value(a), self.const_value(b)
+        if ca is not None and cb is not None:
+            return fn(ca, cb)
+        return self._emit(op_cls(self.index(a), self.index(b)))
+
+    def iadd(self, a: Index, b: Index) -> Index:
+        if self.const_value(b) == 0:
+            return a
+        if self.const_value(a) == 0:
+            return b
+        return self._fold2(a, b, lambda x, y: x + y, arith.AddiOp)
+
+    def isub(self, a: Index, b: Index) -> Index:
+        if self.const_value(b) == 0:
+            return a
+        return self._fold2(a, b, lambda x, y: x - y, arith.SubiOp)
+
+    def imul(self, a: Index, b: Index) -> Index:
+        if self.const_value(b) == 1:
+            return a
+        if self.const_value(a) == 1:
+            return b
+        return self._fold2(a, b, lambda x, y: x * y, arith.MuliOp)
+
+    def floordiv(self, a: Index, b: Index) -> Index:
+        if self.const_value(b) == 1:
+            return a
+        return self._fold2(a, b, lambda x, y: x // y, arith.FloorDivSIOp)
+
+    def ceildiv(self, a: Index, b: Index) -> Index:
+        if self.const_value(b) == 1:
+            return a
+        return self._fold2(a, b, lambda x, y: -(-x // y), arith.CeilDivSIOp)
+
+    def max(self, a: Index, b: Index) -> Index:
+        return self._fold2(a, b, max, arith.MaxSIOp)
+
+    def min(self, a: Index, b: Index) -> Index:
+        return self._fold2(a, b, min, arith.MinSIOp)
+
+    def product(self, values: Sequence[Index]) -> Index:
+        acc: Index = 1
+        for v in values:
+            acc = self.imul(acc, v)
+        return acc

@@ -1,0 +1,447 @@
+"""graph-legalize for the compute-heavy ops: matmul, conv2d and the pools.
+
+Each op becomes one named reduction block (plus a division block for the averages) in the natural
+loop order: spatial loops outside, reduce loops inside; the scheduling passes reorder and tile.
+
+    %y = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<1x3x5x5xf32>, tensor<4x3x3x3xf32>) -> …
+  becomes
+    loop.for %n, %co, %oh, %ow, %ci, %kh, %kw {
+      loop.block "conv2d" (%vn = %n, …, %vkw = %kw) [spatial x4, reduce x3] {
+        %ih = %voh + %vkh - 1                      (affine: oh*stride + kh*dilation - pad_top)
+        %in = (0 <= %ih < H) and (0 <= %iw < W)
+        %x  = mem.load %X[%vn, %vci, clamp(%ih), clamp(%iw)]   (never out of bounds)
+        %xv = arith.select %in, %x, 0
+        Y[n, co, oh, ow] += %xv * W[co, ci, kh, kw]
+      } init { Y[n, co, oh, ow] = bias[co] (or 0) }
+    }
+
+Padding is never materialized: a tap in the padding loads at the clamped index and is replaced by
+the padding value (0 for conv/avg, -inf for max) with a select. The unclamped index is the affine
+`oh*s + kh*d - pad`; only dims that can actually leave the input (pad_begin > 0, or an end that
+can overshoot) are clamped, so unpadded convolutions keep purely affine loads.
+
+Grouped convolution iterates (n, g, oc, oh, ow | ci, kh, kw) with the output channel g*O/G + oc
+and the input channel g*C/G + ci, both affine; depthwise drops the unit oc / ci variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from minimlir.dialects import graph
+from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder
+from minimlir.passes.graph.legalize._common import GraphDims, Legalization, legalizes
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    assert isinstance(v.type, TensorType | MemRefType)
+    return tuple(v.type.get_shape())
+
+
+def _lowest(t: Attribute, b: Emitter) -> SSAValue:
+    """-inf for floats, the smallest signed value for integers (the max-reduction identity)."""
+    if isinstance(t, AnyFloat):
+        return b.const(float("-inf"), t)
+    assert isinstance(t, IntegerType)
+    return b.const(-(2 ** (t.width.data - 1)) if t.width.data > 1 else 0, t)
+
+
+def _as_element(b: Emitter, v: Index, t: Attribute) -> SSAValue:
+    return b.const(v, t) if isinstance(v, int) else b.cast(v, t)
+
+
+def _graph_emit(g: GraphDims, op: Operation) -> SSAValue:
+    Rewriter.insert_op(op, g.ip)
+    return op.results[0]
+
+
+def broadcast_index(b: Emitter, var: Index, dim: Index, clamp: bool) -> Index:
+    """Index into an operand dim of extent `dim` aligned with a result iteration var: 0 if the
+    dim is a static 1, `var` if it is known to equal the result dim, else min(var, dim - 1)
+    (a `?` that may be 1 at run time: NumPy broadcasting)."""
+    if dim == 1:
+        return 0
+    if not clamp:
+        return var
+    return b.imin(var, b.isub(dim, 1))
+
+
+# -- matmul ---------------------------------------------------------------------------------
+
+
+@legalizes(graph.MatMulOp)
+class LegalizeMatMul(Legalization):
+    """C[b…, i, j] = sum_k A[b…, i, k] * B[b…, k, j] with NumPy 1-D promotion and batch broadcast.
+
+    Loop order b…, i, j, k; block "matmul" [spatial…, reduce]; the init region writes 0.
+    """
+
+    def build(self, op: graph.MatMulOp, kb: KernelBuilder) -> None:
+        a, bm = kb.inputs
+        (c,) = kb.outputs
+        ra, rb, rc = len(_shape(a)), len(_shape(bm)), len(_shape(c))
+        nbatch = rc - (ra >= 2) - (rb >= 2)
+        batch_a, batch_b = max(ra - 2, 0), max(rb - 2, 0)
+        # The contraction extent: whichever side knows it statically.
+        k_ext = kb.dim(a, ra - 1)
+        if not isinstance(k_ext, int):
+            kb_ext = kb.dim(bm, rb - 2 if rb >= 2 else 0)
+            if isinstance(kb_ext, int):
+                k_ext = kb_ext
+        extents = kb.dims(c) + [k_ext]
+        kinds = ["spatial"] * rc + ["reduce"]
+
+        def need_clamp(mine: int, other: int | None) -> bool:
+            # A `?` batch dim may be 1 at run time if another operand contributes to that dim.
+            return mine < 0 and other is not None and other != 1
+
+        def operand_batch(buf: SSAValue, nb: int, other: SSAValue, other_nb: int, vs, e: Emitter):
+            idx: list[Index] = []
+            shape, oshape = _shape(buf), _shape(other)
+            for p in range(nb):
+                pos = nbatch - nb + p  # right-aligned with the result batch dims
+                op_ = p - nb + other_nb
+                other_dim = oshape[op_] if op_ >= 0 else None
+                idx.append(broadcast_index(e, vs[pos], kb.dim(buf, p), need_clamp(shape[p], other_dim)))
+            return idx
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            e.store(e.const(0, c.type.element_type), c, vs[:rc])
+
+        with kb.nest("matmul", extents, kinds, init=init) as (e, vs):
+            k = vs[rc]
+            i = vs[nbatch] if ra >= 2 else None
+            j = vs[rc - 1] if rb >= 2 else None
+            a_idx = operand_batch(a, batch_a, bm, batch_b, vs, e) + ([i] if i is not None else []) + [k]
+            b_idx = operand_batch(bm, batch_b, a, batch_a, vs, e) + [k] + ([j] if j is not None else [])
+            x = e.load(a, a_idx)
+            y = e.load(bm, b_idx)
+            acc = e.load(c, vs[:rc])
+            e.store(e.add(acc, e.mul(x, y)), c, vs[:rc])
+
+    def result_dims(self, op: graph.MatMulOp, g: GraphDims) -> list[Index]:
+        a, bm = op.lhs, op.rhs
+        sa, sb, sc = _shape(a), _shape(bm), _shape(op.result)
+        ra, rb, rc = len(sa), len(sb), len(sc)
+        nbatch = rc - (ra >= 2) - (rb >= 2)
+        dims: list[Index] = []
+        for p in range(rc):
+            if sc[p] >= 0:
+                continue
+            if p < nbatch:
+                cands: list[Index] = []
+                for v, r in ((a, ra), (bm, rb)):
+                    q = p - nbatch + (r - 2)
+                    if r >= 2 and q >= 0 and _shape(v)[q] != 1:
+                        cands.append(g.dim(v, q))
+                acc = cands[0]
+                for cand in cands[1:]:
+                    acc = g.max(acc, cand)
+                dims.append(acc)
+            elif p == nbatch and ra >= 2:
+                dims.append(g.dim(a, ra - 2))
+            else:
+                dims.append(g.dim(bm, rb - 1))
+        return dims
+
+
+# -- windows (conv / pools) ------------------------------------------------------------------
+
+
+class _Window:
+    """One spatial dim of a sliding window: in = out*stride + k*dilation - pad_begin."""
+
+    def __init__(self, kb: KernelBuilder, size: Index, out: Index, kernel: Index, stride: int,
+                 dilation: int, pad_begin: int, pad_end: int, ceil_mode: bool = False):
+        self.size, self.stride, self.dilation, self.pad_begin = size, stride, dilation, pad_begin
+        self.needs_lo = pad_begin > 0
+        if all(isinstance(v, int) for v in (size, out, kernel)):
+            last = (out - 1) * stride + (kernel - 1) * dilation - pad_begin  # type: ignore[operator]
+            self.needs_hi = last > size - 1  # type: ignore[operator]
+        else:
+            self.needs_hi = pad_end > 0 or ceil_mode
+        # size - 1, a kernel-level symbol for clamping (emitted before the nest, only if needed)
+        self.last = kb.top.isub(size, 1) if self.needs_hi else None
+
+    def index(self, b: Emitter, o: SSAValue, k: SSAValue) -> Index:
+        return b.affine([(o, self.stride), (k, self.dilation)], -self.pad_begin)
+
+
+def _guarded_load(b: Emitter, buf: SSAValue, lead: Sequence[Index], taps: Sequence[Index],
+                  windows: Sequence[_Window], fill: Callable[[], SSAValue]) -> SSAValue:
+    """buf[lead…, taps…] if every tap is inside the input, else `fill()`; the load itself uses
+    clamped indices so it never reads out of bounds."""
+    cond: SSAValue | None = None
+    idx: list[Index] = []
+    for t, w in zip(taps, windows):
+        if not (w.needs_lo or w.needs_hi):
+            idx.append(t)
+            continue
+        checks = []
+        if w.needs_lo:
+            checks.append(b.icmp("ge", t, 0))
+        if w.needs_hi:
+            checks.append(b.icmp("lt", t, w.size))
+        for ch in checks:
+            cond = ch if cond is None else b.and_(cond, ch)
+        lo = b.imax(t, 0) if w.needs_lo else t
+        idx.append(b.imin(lo, w.last) if w.needs_hi else lo)
+    v = b.load(buf, [*lead, *idx])
+    return v if cond is None else b.select(cond, v, fill())
+
+
+def _window_out_dim(g: GraphDims, size: Index, kernel: Index, stride: int, pb: int, pe: int,
+                    dilation: int, ceil_mode: bool) -> Index:
+    """Graph-level `window_output_size` (dialects/graph.py) on index values."""
+    extent = g.iadd(g.imul(g.isub(kernel, 1), dilation), 1)
+    span = g.isub(g.iadd(size, pb + pe), extent)
+    if not ceil_mode:
+        return g.iadd(g.floordiv(span, stride), 1)
+    out = g.iadd(g.ceildiv(span, stride), 1)
+    # Drop a last window that would start inside the end padding.
+    start_last = g.imul(g.isub(out, 1), stride)
+    limit = g.iadd(size, pb)
+    cs, cl = g.const_value(start_last), g.const_value(limit)
+    if cs is not None and cl is not None:
+        return out - 1 if cs >= cl else out  # type: ignore[operator]
+    starts_in_pad = _graph_emit(g, arith.CmpiOp(g.index(start_last), g.index(limit), "sge"))
+    return _graph_emit(g, arith.SelectOp(starts_in_pad, g.index(g.isub(out, 1)), g.index(out)))
+
+
+def _nchw_result_dims(op: Operation, g: GraphDims, x: SSAValue, channels: Index,
+                      kernel: Sequence[Index], strides: Sequence[int], pads: Sequence[int],
+                      dilations: Sequence[int], ceil_mode: bool) -> list[Index]:
+    out = _shape(op.results[0])
+    values = [g.dim(x, 0), channels]
+    for s in range(2):
+        if out[2 + s] >= 0:
+            values.append(out[2 + s])
+            continue
+        values.append(_window_out_dim(g, g.dim(x, 2 + s), kernel[s], strides[s], pads[s],
+                                      pads[2 + s], dilations[s], ceil_mode))
+    return [v for v, d in zip(values, out) if d < 0]
+
+
+@legalizes(graph.Conv2dOp)
+class LegalizeConv2d(Legalization):
+    """NCHW x OIHW convolution: block "conv2d" [n, (g,) co, oh, ow | ci, kh, kw]; the init region
+    writes bias[co] (or 0)."""
+
+    def build(self, op: graph.Conv2dOp, kb: KernelBuilder) -> None:
+        x, w = kb.inputs[0], kb.inputs[1]
+        bias = kb.inputs[2] if len(kb.inputs) == 3 else None
+        (y,) = kb.outputs
+        strides, pads = op.strides.get_values(), op.pads.get_values()
+        dilations, group = op.dilations.get_values(), op.group.value.data
+        t = y.type.element_type
+        n_ext, o_ext, oh_ext, ow_ext = kb.dims(y)
+        cg_ext, kh_ext, kw_ext = kb.dim(w, 1), kb.dim(w, 2), kb.dim(w, 3)
+        wins = [
+            _Window(kb, kb.dim(x, 2 + s), (oh_ext, ow_ext)[s], (kh_ext, kw_ext)[s], strides[s],
+                    dilations[s], pads[s], pads[2 + s])
+            for s in range(2)
+        ]
+        og_ext: Index = o_ext
+        if group > 1:
+            og_ext = kb.top.ifloordiv(kb.dim(w, 0), group)
+        # Iteration variables, and which ones exist (depthwise drops unit oc / ci).
+        names: list[str] = ["n"]
+        extents: list[Index] = [n_ext]
+        if group > 1:
+            names.append("g")
+            extents.append(group)
+        if group == 1 or og_ext != 1:
+            names.append("oc")
+            extents.append(og_ext)
+        names += ["oh", "ow"]
+        extents += [oh_ext, ow_ext]
+        n_spatial = len(names)
+        if group == 1 or cg_ext != 1:
+            names.append("ci")
+            extents.append(cg_ext)
+        names += ["kh", "kw"]
+        extents += [kh_ext, kw_ext]
+        kinds = ["spatial"] * n_spatial + ["reduce"] * (len(names) - n_spatial)
+
+        def channels(e: Emitter, vs: list[SSAValue]) -> tuple[Index, Index, Index]:
+            """(output channel, input channel, weight dim-1 index)."""
+            v = dict(zip(names, vs))
+            gi, oc, ci = v.get("g", 0), v.get("oc", 0), v.get("ci", 0)
+            co = e.iadd(e.imul(gi, og_ext), oc) if group > 1 else oc
+            c_in = e.iadd(e.imul(gi, cg_ext), ci) if group > 1 else ci
+            return co, c_in, ci
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            v = dict(zip(names, vs))
+            co, _, _ = channels(e, vs)
+            val = e.load(bias, [co]) if bias is not None else e.const(0, t)
+            e.store(val, y, [v["n"], co, v["oh"], v["ow"]])
+
+        with kb.nest("conv2d", extents, kinds, init=init) as (e, vs):
+            v = dict(zip(names, vs))
+            co, c_in, ci = channels(e, vs)
+            taps = [wins[s].index(e, v[("oh", "ow")[s]], v[("kh", "kw")[s]]) for s in range(2)]
+            xv = _guarded_load(e, x, [v["n"], c_in], taps, wins, lambda: e.const(0, t))
+            wv = e.load(w, [co, ci, v["kh"], v["kw"]])
+            out_idx = [v["n"], co, v["oh"], v["ow"]]
+            acc = e.load(y, out_idx)
+            e.store(e.add(acc, e.mul(xv, wv)), y, out_idx)
+
+    def result_dims(self, op: graph.Conv2dOp, g: GraphDims) -> list[Index]:
+        kernel = [g.dim(op.weight, 2), g.dim(op.weight, 3)]
+        return _nchw_result_dims(op, g, op.input, g.dim(op.weight, 0), kernel,
+                                 op.strides.get_values(), op.pads.get_values(),
+                                 op.dilations.get_values(), False)
+
+
+def _pool_windows(op, kb: KernelBuilder, x: SSAValue, y: SSAValue, dilations) -> list[_Window]:
+    kernel, strides, pads = op.kernel.get_values(), op.strides.get_values(), op.pads.get_values()
+    return [
+        _Window(kb, kb.dim(x, 2 + s), kb.dim(y, 2 + s), kernel[s], strides[s], dilations[s],
+                pads[s], pads[2 + s], bool(op.ceil_mode))
+        for s in range(2)
+    ]
+
+
+class _LegalizePool2d(Legalization):
+    def dilations(self, op) -> Sequence[int]:
+        return (1, 1)
+
+    def result_dims(self, op, g: GraphDims) -> list[Index]:
+        return _nchw_result_dims(op, g, op.input, g.dim(op.input, 1), op.kernel.get_values(),
+                                 op.strides.get_values(), op.pads.get_values(),
+                                 self.dilations(op), bool(op.ceil_mode))
+
+
+@legalizes(graph.MaxPool2dOp)
+class LegalizeMaxPool2d(_LegalizePool2d):
+    """Block "max_pool2d" [n, c, oh, ow | kh, kw]: init -inf, taps in the padding are -inf."""
+
+    def dilations(self, op) -> Sequence[int]:
+        return op.dilations.get_values()
+
+    def build(self, op: graph.MaxPool2dOp, kb: KernelBuilder) -> None:
+        (x,), (y,) = kb.inputs, kb.outputs
+        t = y.type.element_type
+        wins = _pool_windows(op, kb, x, y, self.dilations(op))
+        kh, kw = op.kernel.get_values()
+        extents = kb.dims(y) + [kh, kw]
+        kinds = ["spatial"] * 4 + ["reduce"] * 2
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            e.store(_lowest(t, e), y, vs[:4])
+
+        with kb.nest("max_pool2d", extents, kinds, init=init) as (e, vs):
+            n, c, oh, ow, ikh, ikw = vs
+            taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: _lowest(t, e))
+            e.store(e.max(e.load(y, vs[:4]), xv), y, vs[:4])
+
+
+@legalizes(graph.AvgPool2dOp)
+class LegalizeAvgPool2d(_LegalizePool2d):
+    """Block "avg_pool2d_sum" [n, c, oh, ow | kh, kw] (padding taps add 0), then block
+    "avg_pool2d" [n, c, oh, ow] divides by the window count: with count_include_pad the window
+    clipped to the padded input [-pad_begin, size + pad_end), else clipped to the input
+    (ceil_mode windows past the end never count beyond the pads, as ONNX / PyTorch). With a
+    dilation d the count is the number of taps start + k*d (0 <= k < kernel) inside that range."""
+
+    def dilations(self, op) -> Sequence[int]:
+        return op.dilations.get_values()
+
+    def build(self, op: graph.AvgPool2dOp, kb: KernelBuilder) -> None:
+        (x,), (y,) = kb.inputs, kb.outputs
+        t = y.type.element_type
+        dilations = self.dilations(op)
+        wins = _pool_windows(op, kb, x, y, dilations)
+        kernel, strides, pads = op.kernel.get_values(), op.strides.get_values(), op.pads.get_values()
+        include_pad = bool(op.count_include_pad)
+        extents = kb.dims(y) + list(kernel)
+        kinds = ["spatial"] * 4 + ["reduce"] * 2
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            e.store(e.const(0, t), y, vs[:4])
+
+        with kb.nest("avg_pool2d_sum", extents, kinds, init=init) as (e, vs):
+            n, c, oh, ow, ikh, ikw = vs
+            taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: e.const(0, t))
+            e.store(e.add(e.load(y, vs[:4]), xv), y, vs[:4])
+
+        with kb.nest("avg_pool2d", kb.dims(y)) as (e, vs):
+            counts: list[Index] = []
+            for s in range(2):
+                start = e.affine([(vs[2 + s], strides[s])], -pads[s])
+                lo = -pads[s] if include_pad else 0
+                hi = e.iadd(wins[s].size, pads[2 + s]) if include_pad else wins[s].size
+                d = dilations[s]
+                if d == 1:
+                    end = e.iadd(start, kernel[s])
+                    counts.append(e.isub(e.imin(end, hi), e.imax(start, lo)))
+                    continue
+                # taps k in [ceil((lo - start) / d), ceil((hi - start) / d)) ∩ [0, kernel)
+                k_lo = e.imax(e.iceildiv(e.isub(lo, start), d), 0)
+                k_hi = e.imin(e.iceildiv(e.isub(hi, start), d), kernel[s])
+                counts.append(e.imax(e.isub(k_hi, k_lo), 0))
+            count = e.imul(counts[0], counts[1])
+            e.store(e.div(e.load(y, vs), _as_element(e, count, t)), y, vs)
+
+
+# -- global pools ----------------------------------------------------------------------------
+
+
+class _LegalizeGlobalPool(Legalization):
+    def result_dims(self, op, g: GraphDims) -> list[Index]:
+        return [g.dim(op.input, i) for i in range(2) if _shape(op.result)[i] < 0]
+
+
+@legalizes(graph.GlobalMaxPoolOp)
+class LegalizeGlobalMaxPool(_LegalizeGlobalPool):
+    """Block "global_max_pool" [n, c | spatial…]: init -inf."""
+
+    def build(self, op, kb: KernelBuilder) -> None:
+        (x,), (y,) = kb.inputs, kb.outputs
+        t = y.type.element_type
+        rank = len(_shape(x))
+        kinds = ["spatial"] * 2 + ["reduce"] * (rank - 2)
+
+        def out_idx(vs):
+            return [vs[0], vs[1]] + [0] * (rank - 2)
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            e.store(_lowest(t, e), y, out_idx(vs))
+
+        with kb.nest("global_max_pool", kb.dims(x), kinds, init=init) as (e, vs):
+            e.store(e.max(e.load(y, out_idx(vs)), e.load(x, vs)), y, out_idx(vs))
+
+
+@legalizes(graph.GlobalAvgPoolOp)
+class LegalizeGlobalAvgPool(_LegalizeGlobalPool):
+    """Block "global_avg_pool_sum" [n, c | spatial…] (init 0), then "global_avg_pool" [n, c]
+    divides by the number of spatial points."""
+
+    def build(self, op, kb: KernelBuilder) -> None:
+        (x,), (y,) = kb.inputs, kb.outputs
+        t = y.type.element_type
+        rank = len(_shape(x))
+        kinds = ["spatial"] * 2 + ["reduce"] * (rank - 2)
+
+        def out_idx(vs):
+            return [vs[0], vs[1]] + [0] * (rank - 2)
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            e.store(e.const(0, t), y, out_idx(vs))
+
+        with kb.nest("global_avg_pool_sum", kb.dims(x), kinds, init=init) as (e, vs):
+            e.store(e.add(e.load(y, out_idx(vs)), e.load(x, vs)), y, out_idx(vs))
+
+        count: Index = 1
+        for i in range(2, rank):
+            count = kb.top.imul(count, kb.dim(x, i))
+        with kb.nest("global_avg_pool", kb.dims(y)[:2]) as (e, vs):
+            e.store(e.div(e.load(y, out_idx(vs)), _as_element(e, count, t)), y, out_idx(vs))

@@ -1,0 +1,194 @@
+"""loop-lower-vectors: turn `vectorize` loops into vector code (W lanes per iteration).
+
+    loop.for %i = %c0 to %n step %c1 vectorize {       loop.for %i = %c0 to %nw step %c8 {
+      loop.block "add" (%v = %i) [spatial] {             loop.block "add" (%v = %i) [spatial] {
+        %a = mem.load %x[%v] -> f32            ->          %a = mem.load %x[%v] -> vector<8xf32>
+        %b = mem.load %s[] -> f32                          %b0 = mem.load %s[] -> f32
+        %c = arith.addf %a, %b : f32                       %b = vector.broadcast %b0 : f32 to vector<8xf32>
+        mem.store %c, %y[%v] : f32                         %c = arith.addf %a, %b : vector<8xf32>
+      }                                                    mem.store %c, %y[%v] : vector<8xf32>
+    }                                                  } }
+                                                       loop.for %i = %nw to %n step %c1 { <scalar body> }
+
+%nw = n - n mod W (folded when n is static; no remainder loop when W divides n; a loop shorter
+than W stays scalar). Inside the vector loop a block's iteration variables hold the first lane.
+A load whose index moves with %i (stride 1, last dim) becomes a vector load, one that does not
+move stays scalar and is splat with `vector.broadcast` when a vector op uses it; element ops on
+vectors become the same arith/math op on vector types (convert-arith/math-to-llvm handle them).
+The `vectorize` primitive (passes/_schedule.py) only marks loops this pass can lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, vector
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    VectorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from minimlir.dialects import loop, mem
+from minimlir.passes.loop.schedule.affine import affine_of
+from minimlir.passes._diagnostics import emit_error
+from minimlir.passes.loop._main_loop import add_main_loop, keep_remainder
+from minimlir.passes.loop.schedule.api import (
+    body_ops,
+    const_index,
+    emit,
+    loop_name,
+)
+
+
+def _is_element_op(op: Operation) -> bool:
+    return op.dialect_name() in ("arith", "math") and not op.regions and all(
+        isinstance(r.type, (AnyFloat, IntegerType)) for r in op.results
+    ) and not isinstance(op, arith.IndexCastOp)
+
+
+def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None:
+    """Why the body of `for_op` cannot become vector code along its variable, or None."""
+    iv = for_op.induction_var
+    varying: set[SSAValue] = set()
+    for op in for_op.body.walk():
+        if op is for_op or isinstance(op, loop.YieldOp):
+            continue
+        if isinstance(op, loop.BlockOp):
+            continue
+        if op.regions:
+            return f"'{op.name}' with regions in the loop body", op
+        if isinstance(op, mem.LoadOp | mem.StoreOp):
+            forms = [affine_of(i) for i in op.indices]
+            if any(f is None for f in forms):
+                return "non-affine (gather) index along the vectorized loop", op
+            coeffs = [f.coeff(iv) for f in forms]  # type: ignore[union-attr]
+            vtype = op.result.type if isinstance(op, mem.LoadOp) else op.value.type
+            if isinstance(vtype, VectorType):
+                return "the loop already holds vector accesses", op
+            moving = any(coeffs)
+            if moving and (coeffs[-1] != 1 or any(coeffs[:-1])):
+                return f"access to {op.memref.name_hint or 'a buffer'} is strided along loop {loop_name(for_op)}", op
+            if isinstance(op, mem.LoadOp) and moving:
+                varying.add(op.result)
+            continue
+        if all(isinstance(r.type, IndexType) for r in op.results) and op.dialect_name() == "arith":
+            # index arithmetic: stays scalar (first lane); used only as an index / binding
+            for r in op.results:
+                for u in r.uses:
+                    user = u.operation
+                    if not (
+                        isinstance(user, mem.LoadOp | mem.StoreOp | loop.BlockOp | loop.ForOp)
+                        or (user.dialect_name() == "arith" and isinstance(user.results[0].type, IndexType)
+                            if user.results else False)
+                    ):
+                        return "an index value is used as data", user
+            continue
+        if isinstance(op, mem.DimOp):
+            continue
+        if not _is_element_op(op):
+            return f"cannot vectorize '{op.name}'", op
+        if any(v in varying for v in op.operands):
+            for v in op.operands:
+                if isinstance(v.type, IndexType):
+                    return "an index value is used as data", op
+            varying.update(op.results)
+    return None
+
+
+def _splat(value: SSAValue, width: int, ip: InsertPoint) -> SSAValue:
+    vt = VectorType(value.type, [width])
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        return emit(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vt, [owner.value.value.data])), ip)
+    return emit(vector.BroadcastOp(value, vt), ip)
+
+
+def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
+    iv = vloop.induction_var
+    varying: set[SSAValue] = set()
+    for op in list(vloop.body.walk()):
+        if op is vloop or isinstance(op, loop.YieldOp | loop.BlockOp):
+            continue
+        if isinstance(op, mem.LoadOp):
+            forms = [affine_of(i) for i in op.indices]
+            if any(f.coeff(iv) for f in forms):  # type: ignore[union-attr]
+                new = mem.LoadOp(op.memref, list(op.indices), VectorType(op.result.type, [width]))
+                Rewriter.insert_op(new, InsertPoint.before(op))
+                op.result.replace_all_uses_with(new.result)
+                op.detach()
+                op.erase()
+                varying.add(new.result)
+            continue
+        if isinstance(op, mem.StoreOp):
+            value = op.value
+            if value not in varying:
+                value = _splat(value, width, InsertPoint.before(op))
+            new = mem.StoreOp(value, op.memref, list(op.indices))
+            Rewriter.insert_op(new, InsertPoint.before(op))
+            op.detach()
+            op.erase()
+            continue
+        if not op.results or isinstance(op.results[0].type, IndexType):
+            continue
+        if not any(v in varying for v in op.operands):
+            continue
+        ip = InsertPoint.before(op)
+        operands = [v if v in varying else _splat(v, width, ip) for v in op.operands]
+        new = type(op).create(
+            operands=operands,
+            result_types=[VectorType(r.type, [width]) for r in op.results],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        Rewriter.insert_op(new, ip)
+        for old, nr in zip(op.results, new.results):
+            old.replace_all_uses_with(nr)
+            varying.add(nr)
+        op.detach()
+        op.erase()
+
+
+def lower_vector_loop(for_op: loop.ForOp, width: int) -> None:
+    reason = vector_plan_error(for_op)
+    if reason is not None:
+        emit_error(reason[1] or for_op, f"cannot lower vectorize loop: {reason[0]}")
+    if const_index(for_op.lb) != 0 or const_index(for_op.step) != 1:
+        emit_error(for_op, "cannot lower vectorize loop: it must start at 0 with step 1")
+    from xdsl.dialects.builtin import StringAttr
+
+    for_op.properties["kind"] = StringAttr("serial")
+    split = add_main_loop(for_op, width)
+    if split is None:
+        return  # shorter than one vector: stays scalar
+    vloop, remainder = split
+    vmap: dict[SSAValue, SSAValue] = {for_op.induction_var: vloop.induction_var}
+    vip = InsertPoint.before(vloop.body.block.last_op)  # type: ignore[arg-type]
+    for op in body_ops(for_op):
+        Rewriter.insert_op(op.clone(value_mapper=vmap), vip)
+    _vectorize_body(vloop, width)
+    keep_remainder(for_op, vloop, remainder)
+
+
+@dataclass(frozen=True)
+class LoopLowerVectorsPass(ModulePass):
+    """Rewrite `vectorize` loops into loops of step `width` over vector loads/stores/ops."""
+
+    name = "loop-lower-vectors"
+
+    width: int = 8
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.width not in (4, 8, 16):
+            emit_error(op, f"loop-lower-vectors: width must be 4, 8 or 16, got {self.width}")
+        for for_op in [o for o in op.walk() if isinstance(o, loop.ForOp)]:
+            if for_op.kind.data == "vectorize":
+                lower_vector_loop(for_op, self.width)
