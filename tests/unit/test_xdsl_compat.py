@@ -52,3 +52,51 @@ def test_integer_hex_literals_unchanged():
     module = Parser(ctx, "%a = graph.constant dense<0x10> : tensor<i64>").parse_module()
     (op,) = [o for o in module.walk() if isinstance(o, graph.ConstantOp)]
     assert list(op.value.get_values()) == [16]
+
+
+# --- vector comparisons and selects ---------------------------------------------------------------
+
+import pytest  # noqa: E402
+from xdsl.dialects import arith  # noqa: E402
+from xdsl.dialects.builtin import VectorType, f32, i1, i64  # noqa: E402
+from xdsl.utils.exceptions import VerifyException  # noqa: E402
+from xdsl.utils.test_value import create_ssa_value  # noqa: E402
+
+
+def test_vector_compares_give_vector_of_i1_and_verify():
+    vi, vf = create_ssa_value(VectorType(i64, [8])), create_ssa_value(VectorType(f32, [8]))
+    ci, cf = arith.CmpiOp(vi, vi, "slt"), arith.CmpfOp(vf, vf, "olt")
+    for c in (ci, cf):
+        assert c.result.type == VectorType(i1, [8])
+        c.verify()
+    arith.SelectOp(cf.result, vf, vf).verify()
+    assert arith.CmpiOp(create_ssa_value(i64), create_ssa_value(i64), "eq").result.type == i1
+
+
+def test_select_condition_must_still_be_boolean():
+    vf = create_ssa_value(VectorType(f32, [8]))
+    with pytest.raises(VerifyException):
+        arith.SelectOp(create_ssa_value(i64), vf, vf).verify()
+
+
+def test_vectorized_mask_kernel_verifies_after_every_pass(monkeypatch):
+    """The default pipeline vectorizes `ids < 0` and `where`: the IR verifies after each pass."""
+    from minimlir.frontend import compile
+
+    monkeypatch.setenv("MINIMLIR_VERIFY_EACH", "1")
+    monkeypatch.setenv("MINIMLIR_COMPILE_JOBS", "1")
+    src = """
+    func.func @main(%ids: tensor<?x?xi64>) -> tensor<?x?xi64> {
+      %n = graph.constant dense<97> : tensor<i64>
+      %z = graph.constant dense<0> : tensor<i64>
+      %neg = graph.lt %ids, %z : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+      %w = graph.add %ids, %n : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+      %r = graph.where %neg, %w, %ids : (tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+      func.return %r : tensor<?x?xi64>
+    }
+    """
+    import numpy as np
+
+    prog = compile(src, cache=False)
+    ids = np.arange(-20, 20, dtype=np.int64).reshape(2, 20)
+    np.testing.assert_array_equal(prog(ids)[0], np.where(ids < 0, ids + 97, ids))
