@@ -18,7 +18,7 @@ model's compile time goes (xDSL builds every op in Python), so `lower_split` run
      (in parts, in parallel again: backend/jit.py `compile_split`).
 
 The result is the module the sequential pipeline would produce, function for function (the passes
-after the prefix do not look across functions; tests/unit/test_split_lower.py compares both). It is
+after the prefix do not look across functions; tests/unit/frontend/test_split_lower.py compares both). It is
 used by `minimlir.frontend.compile` for the default pipeline when the module has enough kernels and
 the process may use more than one core; `MINIMLIR_COMPILE_JOBS=1` turns it off (N: N workers).
 Anything unusual (no `fork`, IR dumps requested, a custom pipeline, a worker that dies, LLVM IR

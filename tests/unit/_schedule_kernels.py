@@ -1,7 +1,7 @@
 """Hand-written kernels and an oracle for the schedule tests (test_schedule_*.py).
 
 `check(text, schedule_fn, inputs_fn, kernel)` parses `text`, runs the reference interpreter of
-tests/unit/_legalize_harness.py on the unscheduled kernel, applies `schedule_fn(Schedule)` to a
+minimlir.compiler.interpreter on the unscheduled kernel, applies `schedule_fn(Schedule)` to a
 fresh copy, verifies it, runs it again and compares every buffer (inputs and outputs).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects import vector
 
-import _legalize_harness as H
+import minimlir.compiler.interpreter as H
 from minimlir.passes.loop.schedule.api import Schedule
 
 # The harness's interpreter has no vector.broadcast (a splat); teach it here, for the

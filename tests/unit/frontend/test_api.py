@@ -11,7 +11,7 @@ from onnx import helper as h
 
 from minimlir.frontend import CompiledModel, CompileError, InputError, UnsupportedModelError, compile
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CONV_ONNX = EXAMPLES / "conv_add_relu.onnx"
 
 ADD_RELU = """

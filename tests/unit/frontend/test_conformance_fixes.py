@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
+_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "conformance.py"
 _spec = importlib.util.spec_from_file_location("minimlir_conformance_fixes", _PATH)
 conformance = importlib.util.module_from_spec(_spec)
 sys.modules["minimlir_conformance_fixes"] = conformance

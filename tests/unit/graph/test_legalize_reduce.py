@@ -3,7 +3,7 @@ rounded once to the element type)."""
 
 import numpy as np
 import pytest
-from _legalize_harness import (
+from minimlir.compiler.interpreter import (
     BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph, tensor_type as tt,
 )
 
@@ -368,7 +368,7 @@ func.func private @k(%x: memref<2x8xf32>, %y: memref<2xf32>) attributes {loop.ke
 
 
 def test_interpreter_runs_init_once_per_spatial_point_under_split_reduce_loops():
-    from _legalize_harness import parse
+    from minimlir.compiler.interpreter import parse
 
     x, y = randn(2, 8), np.full(2, 123.0, np.float32)
     interpret_kernels(parse(TILED_SUM), "k", [x, y])
@@ -376,7 +376,7 @@ def test_interpreter_runs_init_once_per_spatial_point_under_split_reduce_loops()
 
 
 def test_interpreter_reports_out_of_bounds_access():
-    from _legalize_harness import InterpError, parse
+    from minimlir.compiler.interpreter import InterpError, parse
 
     text = TILED_SUM.replace("memref<2x8xf32>", "memref<2x7xf32>")
     with pytest.raises(InterpError, match=r"mem.load out of bounds: index \[0, 7\] into shape \[2, 7\]"):

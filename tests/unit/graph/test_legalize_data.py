@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as tt
+from minimlir.compiler.interpreter import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as tt
 
 from minimlir.dialects import graph, mem
 from minimlir.passes.loop.schedule.affine import indices_of

@@ -14,7 +14,7 @@ import pytest
 
 from minimlir.frontend._onnx_ops import OP_TABLE
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
+_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "conformance.py"
 _spec = importlib.util.spec_from_file_location("minimlir_conformance", _PATH)
 conformance = importlib.util.module_from_spec(_spec)
 sys.modules["minimlir_conformance"] = conformance

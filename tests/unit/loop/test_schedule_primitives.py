@@ -13,7 +13,7 @@ from minimlir.passes.loop.schedule.api import Schedule, ScheduleError
 from minimlir.passes.loop.lower_unroll import LoopLowerUnrollPass
 from minimlir.passes.loop.lower_vectors import LoopLowerVectorsPass
 
-CONV = (Path(__file__).parents[1] / "lit" / "schedule" / "Inputs" / "conv-add-relu.mlir").read_text()
+CONV = (Path(__file__).parents[2] / "lit" / "loop" / "Inputs" / "conv-add-relu.mlir").read_text()
 
 # (type text for a dim, runtime size): dynamic, static divisible by 4, static not divisible
 SHAPES = [("?", 7), ("8", 8), ("6", 6)]

@@ -14,7 +14,7 @@ import pytest
 from minimlir.frontend import _split_lower as sl
 from minimlir.frontend import api
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GPT2 = ROOT / "tests" / "data" / "tiny_gpt2_block.onnx"
 
 

@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from _legalize_harness import BACKENDS, run_graph
+from minimlir.compiler.interpreter import BACKENDS, run_graph
 from minimlir.backend.runtime import compile_mlir_text
 from minimlir.dialects import graph
 from minimlir.frontend.onnx_import import UnsupportedModelError, import_onnx

@@ -1,7 +1,7 @@
 """graph-fuse + graph-legalize + loop-fuse compute what graph-legalize alone computes.
 
 Each case runs the same graph function twice through the loop-level interpreter of
-`_legalize_harness`: unfused (graph-legalize) and fused (graph-fuse, graph-legalize, loop-fuse),
+`minimlir.compiler.interpreter`: unfused (graph-legalize) and fused (graph-fuse, graph-legalize, loop-fuse),
 on random inputs, static and dynamic shapes. Each case also says how many kernel calls the fused
 entry function makes, so a test cannot pass by not fusing.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _legalize_harness import assert_outputs, interpret_kernels, parse, run_graph
+from minimlir.compiler.interpreter import assert_outputs, interpret_kernels, parse, run_graph
 from xdsl.context import Context
 from xdsl.dialects import func
 

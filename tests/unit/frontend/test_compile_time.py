@@ -18,7 +18,7 @@ from minimlir.frontend import compile
 from minimlir.frontend.api import ir_text, load, lower
 from minimlir.passes.graph.fuse import is_primitive
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CONV_ONNX = EXAMPLES / "conv_add_relu.onnx"
 
 _CHILD = """

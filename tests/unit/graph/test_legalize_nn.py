@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _legalize_harness import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as ttype
+from minimlir.compiler.interpreter import BACKENDS, assert_outputs, legalize, run_graph, tensor_type as ttype
 
 from minimlir.dialects import loop
 

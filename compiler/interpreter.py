@@ -1,6 +1,6 @@
 """Run graph-level MLIR on NumPy arrays: natively, or with a reference interpreter of the loop level.
 
-    from _legalize_harness import run_graph, assert_outputs, BACKENDS
+    from minimlir.compiler.interpreter import run_graph, assert_outputs, BACKENDS
 
     @pytest.mark.parametrize("backend", BACKENDS)
     def test_relu(backend):

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-import _legalize_harness as H
+import minimlir.compiler.interpreter as H
 from minimlir.backend import parallel
 from minimlir.dialects import loop
 from minimlir.passes.loop.outline_parallel import PARALLEL_BODIES_ATTR, outline_module

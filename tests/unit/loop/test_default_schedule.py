@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import _legalize_harness as H
+import minimlir.compiler.interpreter as H
 import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes._pipelines import PIPELINES

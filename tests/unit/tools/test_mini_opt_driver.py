@@ -10,7 +10,7 @@ from xdsl.passes import ModulePass
 from minimlir.passes._pipelines import PIPELINES
 from minimlir.tools.mini_opt import MiniOptMain, main, our_dialects, our_passes, pass_summary
 
-PLUGIN = str(Path(__file__).parents[1] / "lit" / "mini-opt" / "Inputs" / "test_passes.py")
+PLUGIN = str(Path(__file__).parents[2] / "lit" / "tools" / "mini-opt" / "Inputs" / "test_passes.py")
 
 
 def run(*argv: str) -> tuple[int, str, str]:

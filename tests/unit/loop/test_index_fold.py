@@ -4,7 +4,7 @@ what must not, and that a folded kernel computes the same."""
 import numpy as np
 import pytest
 
-import _legalize_harness as H
+import minimlir.compiler.interpreter as H
 from minimlir.dialects import loop
 from minimlir.passes.loop.schedule.index_fold import _eval, fold_index_arith
 

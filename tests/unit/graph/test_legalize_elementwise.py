@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from _legalize_harness import (
+from minimlir.compiler.interpreter import (
     BACKENDS, assert_outputs, interpret_kernels, legalize, run_graph, tensor_type as tt,
 )
 

@@ -10,7 +10,7 @@ from onnx import helper as h
 
 from minimlir.frontend.onnx_backend import OnnxBackend, parameter_inputs, specialize
 
-CONV_ONNX = Path(__file__).resolve().parents[2] / "examples" / "conv_add_relu.onnx"
+CONV_ONNX = Path(__file__).resolve().parents[3] / "examples" / "conv_add_relu.onnx"
 
 
 def test_supports_device():

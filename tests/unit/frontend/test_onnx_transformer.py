@@ -14,7 +14,7 @@ from minimlir.backend.runtime import compile_mlir_text
 from minimlir.dialects import graph
 from minimlir.frontend.onnx_import import DYNAMIC, import_onnx
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 SIZES = [(2, 5), (3, 11)]
 
 
