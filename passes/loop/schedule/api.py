@@ -29,12 +29,11 @@ Decisions (see each primitive's docstring):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, VectorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, VectorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -43,427 +42,41 @@ from minimlir.passes.loop.schedule.affine import AffineForm, affine_of, atom_nam
 from minimlir.passes._diagnostics import emit_error
 
 
-class ScheduleError(Exception):
-    """An illegal schedule request; `op` is the block or loop it is about (for diagnostics)."""
-
-    def __init__(self, message: str, op: Operation | None = None):
-        super().__init__(message)
-        self.message = message
-        self.op = op
-
-
-# ----------------------------------------------------------------------------------------------
-# Small IR helpers
-
-
-def const_index(v: SSAValue) -> int | None:
-    """The value of an index constant, or of a `mem.dim` of a static dim; else None."""
-    if isinstance(v, OpResult) and isinstance(v.owner, mem.DimOp):
-        shape = v.owner.source.type.get_shape()  # type: ignore[union-attr]
-        d = shape[v.owner.index.value.data]
-        return d if d >= 0 else None
-    if isinstance(v, OpResult) and isinstance(v.owner, arith.ConstantOp):
-        attr = v.owner.value
-        if isinstance(attr, IntegerAttr):
-            return attr.value.data
-    return None
-
-
-def kernel_of(op: Operation) -> func.FuncOp:
-    p = op
-    while p is not None and not loop.is_kernel(p):
-        p = p.parent_op()
-    if p is None:
-        raise ScheduleError("operation is not inside a loop kernel", op)
-    return p  # type: ignore[return-value]
-
-
-def iconst(kernel: func.FuncOp, value: int) -> SSAValue:
-    """An index constant at the kernel entry (reused when one is already there)."""
-    entry = kernel.body.block
-    for op in entry.ops:
-        if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
-            if const_index(op.result) == value:
-                return op.result
-    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    first = entry.first_op
-    assert first is not None
-    Rewriter.insert_op(c, InsertPoint.before(first))
-    return c.result
-
-
-def top_level_ancestor(op: Operation, kernel: func.FuncOp) -> Operation:
-    while op.parent_op() is not kernel:
-        parent = op.parent_op()
-        assert parent is not None
-        op = parent
-    return op
-
-
-def symbol_point(values: Iterable[SSAValue], op: Operation) -> InsertPoint:
-    """Where to compute a function of `values` used by `op`: at kernel level (so the result is a
-    symbol for the affine analysis) when every value is a symbol, else right before `op`."""
-    if all(is_symbol(v) for v in values):
-        kernel = kernel_of(op)
-        return InsertPoint.before(top_level_ancestor(op, kernel))
-    return InsertPoint.before(op)
-
-
-def emit(op: Operation, ip: InsertPoint) -> SSAValue:
-    Rewriter.insert_op(op, ip)
-    return op.results[0]
-
-
-def materialize_form(form: AffineForm, kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
-    """Arith ops computing `form` at `ip` (constants come from the kernel entry)."""
-    acc: SSAValue | None = None
-    for v, c in form.coeffs.items():
-        term = v if abs(c) == 1 else emit(arith.MuliOp(v, iconst(kernel, abs(c))), ip)
-        if acc is None:
-            acc = term if c > 0 else emit(arith.SubiOp(iconst(kernel, 0), term), ip)
-        else:
-            acc = emit(arith.AddiOp(acc, term) if c > 0 else arith.SubiOp(acc, term), ip)
-    if acc is None:
-        return iconst(kernel, form.const)
-    if form.const > 0:
-        acc = emit(arith.AddiOp(acc, iconst(kernel, form.const)), ip)
-    elif form.const < 0:
-        acc = emit(arith.SubiOp(acc, iconst(kernel, -form.const)), ip)
-    return acc
-
-
-def materialize_min(forms: Sequence[AffineForm], kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
-    vals = [materialize_form(f, kernel, ip) for f in forms]
-    acc = vals[0]
-    for v in vals[1:]:
-        acc = emit(arith.MinSIOp(acc, v), ip)
-    return acc
-
-
-def materialize_max(forms: Sequence[AffineForm], kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
-    vals = [materialize_form(f, kernel, ip) for f in forms]
-    acc = vals[0]
-    for v in vals[1:]:
-        acc = emit(arith.MaxSIOp(acc, v), ip)
-    return acc
-
-
-def move_ops(ops: Sequence[Operation], ip: InsertPoint) -> None:
-    for op in ops:
-        op.detach()
-        Rewriter.insert_op(op, ip)
-
-
-def body_ops(for_op: loop.ForOp) -> list[Operation]:
-    """The body ops of a loop, without the terminator."""
-    return [op for op in for_op.body.block.ops if not isinstance(op, loop.YieldOp)]
-
-
-def erase_dead_loops(start: Operation | None) -> None:
-    """From `start` upward: drop unused pure arith ops and loops left with an empty body."""
-    cur = start
-    while isinstance(cur, loop.ForOp):
-        changed = True
-        while changed:
-            changed = False
-            for op in reversed(body_ops(cur)):
-                if op.dialect_name() == "arith" and all(not r.uses for r in op.results):
-                    op.detach()
-                    op.erase()
-                    changed = True
-        if body_ops(cur):
-            return
-        parent = cur.parent_op()
-        cur.detach()
-        cur.erase()
-        cur = parent
-
-
-def loop_name(for_op: loop.ForOp) -> str:
-    return atom_name(for_op.induction_var)
-
-
-def require_normalized(for_op: loop.ForOp, what: str) -> None:
-    if const_index(for_op.lb) != 0 or const_index(for_op.step) != 1:
-        raise ScheduleError(
-            f"{what}: loop {loop_name(for_op)} must start at 0 with step 1", for_op
-        )
-
-
-# ----------------------------------------------------------------------------------------------
-# Region analysis with min/max bounds (guarded tiles): lo = max(los), hi = min(his).
-
-Bound = list[AffineForm]
-
-
-def fold_static(f: AffineForm) -> AffineForm:
-    """Replace `mem.dim` atoms of static dims by their value."""
-    out = f
-    for a in f.atoms:
-        c = const_index(a)
-        if c is not None:
-            out = out.substitute(a, AffineForm.constant(c))
-    return out
-
-
-def _bound_forms(v: SSAValue, cls: type[Operation]) -> Bound | None:
-    if isinstance(v, OpResult) and isinstance(v.owner, cls):
-        a = _bound_forms(v.owner.operands[0], cls)
-        b = _bound_forms(v.owner.operands[1], cls)
-        return None if a is None or b is None else a + b
-    f = affine_of(v)
-    return None if f is None else [fold_static(f)]
-
-
-def upper_forms(v: SSAValue) -> Bound | None:
-    """`v` as min(forms) (arith.minsi of affine values), or None."""
-    return _bound_forms(v, arith.MinSIOp)
-
-
-def lower_forms(v: SSAValue) -> Bound | None:
-    """`v` as max(forms) (arith.maxsi of affine values), or None."""
-    return _bound_forms(v, arith.MaxSIOp)
-
-
-def loop_bounds(for_op: loop.ForOp) -> tuple[Bound, Bound] | None:
-    """(first, last) of the induction variable as (max-list, min-list); loop assumed non-empty."""
-    step = const_index(for_op.step)
-    firsts = lower_forms(for_op.lb)
-    ubs = upper_forms(for_op.ub)
-    if firsts is None or ubs is None or step is None or step < 1:
-        return None
-    if step > 1:
-        if len(firsts) == 1 and len(ubs) == 1 and (ubs[0] - firsts[0]).is_constant:
-            ext = (ubs[0] - firsts[0]).const
-            return firsts, [firsts[0] + ((ext - 1) // step) * step]
-    return firsts, [u - 1 for u in ubs]
-
-
-def _subst(forms: Bound, var: SSAValue, pos: Bound, neg: Bound) -> Bound:
-    out: Bound = []
-    for f in forms:
-        c = f.coeff(var)
-        if c == 0:
-            out.append(f)
-        else:
-            out.extend(f.substitute(var, r) for r in (pos if c > 0 else neg))
-    return out
-
-
-def eliminate(los: Bound, his: Bound, loops: Sequence[loop.ForOp]) -> tuple[Bound, Bound] | None:
-    """Bound max(los) from below and min(his) from above while `loops` run their full ranges."""
-    for for_op in reversed(loops):  # innermost first: inner bounds may use outer variables
-        var = for_op.induction_var
-        if not any(f.coeff(var) for f in (*los, *his)):
-            continue
-        rng = loop_bounds(for_op)
-        if rng is None:
-            return None
-        firsts, lasts = rng
-        los = prune(_subst(los, var, firsts, lasts), want_max=True)
-        his = prune(_subst(his, var, lasts, firsts), want_max=False)
-    return los, his
-
-
-def leq(a: AffineForm, b: AffineForm, ctx: Sequence[loop.ForOp] = ()) -> bool:
-    """a <= b for every value of the loops `ctx` (and every value of the symbols)."""
-    d = fold_static(a - b)
-    if d.is_constant:
-        return d.const <= 0
-    if not ctx:
-        return False
-    rng = eliminate([d], [d], ctx)
-    if rng is None:
-        return False
-    # d <= min(his): one constant upper bound <= 0 is enough
-    return any(h.is_constant and h.const <= 0 for h in rng[1])
-
-
-def prune(forms: Bound, want_max: bool, ctx: Sequence[loop.ForOp] = ()) -> Bound:
-    """Drop forms that never decide the min (want_max=False) / max of the list."""
-    out: Bound = []
-    for f in forms:
-        if any(f == g for g in out):
-            continue
-        out.append(f)
-    keep: Bound = []
-    for i, f in enumerate(out):
-        dominated = False
-        for j, g in enumerate(out):
-            if i == j:
-                continue
-            # min: f is redundant if some g <= f (ties: keep the first)
-            if (leq(g, f, ctx) if not want_max else leq(f, g, ctx)) and (
-                j < i or not (leq(f, g, ctx) if not want_max else leq(g, f, ctx))
-            ):
-                dominated = True
-                break
-        if not dominated:
-            keep.append(f)
-    return keep
-
-
-@dataclass
-class Box:
-    """Per buffer dim: lo = max(los[d]), hi = min(his[d])."""
-
-    los: list[Bound]
-    his: list[Bound]
-
-    def __str__(self) -> str:
-        def show(forms: Bound, fn: str) -> str:
-            return str(forms[0]) if len(forms) == 1 else f"{fn}({', '.join(map(str, forms))})"
-
-        return ", ".join(
-            f"[{show(lo, 'max')}, {show(hi, 'min')}]" for lo, hi in zip(self.los, self.his)
-        )
-
-
-def _min_of_maxes(a: Bound, b: Bound, ctx) -> Bound | None:
-    # min(max A, max B) = max A if every a in A is <= some b in B
-    if all(any(leq(x, y, ctx) for y in b) for x in a):
-        return a
-    if all(any(leq(y, x, ctx) for x in a) for y in b):
-        return b
-    return None
-
-
-def _max_of_mins(a: Bound, b: Bound, ctx) -> Bound | None:
-    # max(min A, min B) = min B if every b in B is >= some a in A
-    if all(any(leq(x, y, ctx) for x in a) for y in b):
-        return b
-    if all(any(leq(y, x, ctx) for y in b) for x in a):
-        return a
-    return None
-
-
-def merge_boxes(a: Box | None, b: Box, ctx: Sequence[loop.ForOp] = ()) -> Box | None:
-    if a is None:
-        return b
-    los, his = [], []
-    for la, ha, lb, hb in zip(a.los, a.his, b.los, b.his):
-        lo, hi = _min_of_maxes(la, lb, ctx), _max_of_mins(ha, hb, ctx)
-        if lo is None or hi is None:
-            return None
-        los.append(lo)
-        his.append(hi)
-    return Box(los, his)
-
-
-def block_accesses(blk: loop.BlockOp) -> Iterator[Operation]:
-    for region in (blk.body, blk.init):
-        yield from region.walk()
-
-
-def access_box(op: mem.LoadOp | mem.StoreOp, depth: int) -> Box | None:
-    """Box of one access while its enclosing loops from index `depth` inward run fully."""
-    forms = [affine_of(i) for i in op.indices]
-    if any(f is None for f in forms):
-        return None
-    t = op.result.type if isinstance(op, mem.LoadOp) else op.value.type
-    width = t.get_shape()[0] if isinstance(t, VectorType) else 1
-    ranged = loop.enclosing_loops(op)[depth:]
-    los, his = [], []
-    for d, f in enumerate(forms):
-        assert f is not None
-        hi = f + (width - 1) if d == len(forms) - 1 else f
-        rng = eliminate([f], [hi], ranged)
-        if rng is None:
-            return None
-        los.append(rng[0])
-        his.append(rng[1])
-    return Box(los, his)
-
-
-def region(
-    blk: loop.BlockOp, buffer: SSAValue, depth: int, kinds: tuple[type, ...] = (mem.LoadOp, mem.StoreOp)
-) -> Box | None:
-    """What `blk` touches of `buffer` (accesses of the given kinds) while the block's loops from
-    index `depth` inward run fully; forms over the loops outside and symbols. None if non-affine
-    or not comparable; raises ScheduleError if the block does not access the buffer."""
-    ctx = loop.block_loops(blk)[:depth]
-    box: Box | None = None
-    found = False
-    for op in block_accesses(blk):
-        if isinstance(op, (mem.CopyOp, mem.FillOp)) and buffer in op.operands:
-            return None
-        if not isinstance(op, kinds) or op.memref is not buffer:
-            continue
-        found = True
-        b = access_box(op, depth)
-        if b is None:
-            return None
-        box = merge_boxes(box, b, ctx)
-        if box is None:
-            return None
-    if not found:
-        raise ScheduleError(f"block '{blk.block_name.data}' does not access {atom_name(buffer)}", blk)
-    return box
-
-
-# ----------------------------------------------------------------------------------------------
-# Index forms over a block's own iteration variables
-
-
-def local_form(v: SSAValue, blk: loop.BlockOp) -> AffineForm | None:
-    """Affine form of an index inside `blk` over its iteration variables (body args) and symbols;
-    None if non-affine or if it uses an enclosing loop variable directly."""
-    body_args = blk.body.block.args
-    init_args = blk.init.block.args if blk.has_init else ()
-    if isinstance(v, BlockArgument):
-        if v in body_args:
-            return AffineForm.atom(v)
-        if v in init_args:
-            return AffineForm.atom(body_args[init_args.index(v)])
-    if isinstance(v, OpResult) and blk.is_ancestor(v.owner):
-        op = v.owner
-        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-            return AffineForm.constant(op.value.value.data)
-        if isinstance(op, (arith.AddiOp, arith.SubiOp, arith.MuliOp)):
-            a, b = local_form(op.lhs, blk), local_form(op.rhs, blk)
-            if a is None or b is None:
-                return None
-            if isinstance(op, arith.AddiOp):
-                return a + b
-            if isinstance(op, arith.SubiOp):
-                return a - b
-            if b.is_constant:
-                return a * b.const
-            if a.is_constant:
-                return b * a.const
-            return None
-        return None
-    if is_symbol(v):
-        f = affine_of(v)
-        return f if f is not None else AffineForm.atom(v)
-    return None
-
-
-def identity_map(
-    blk: loop.BlockOp, indices: Sequence[SSAValue]
-) -> list[tuple[int, int]] | None:
-    """If every index is `iter_var_k + c` (distinct k), the list of (k, c) per dim."""
-    args = list(blk.body.block.args)
-    out: list[tuple[int, int]] = []
-    for idx in indices:
-        f = local_form(idx, blk)
-        if f is None or len(f.coeffs) != 1:
-            return None
-        (atom, coeff), = f.coeffs.items()
-        if coeff != 1 or atom not in args:
-            return None
-        out.append((args.index(atom), f.const))
-    if len({k for k, _ in out}) != len(out):
-        return None
-    return out
-
-
-def var_domain(blk: loop.BlockOp, k: int) -> tuple[Bound, Bound] | None:
-    """Range of iteration variable k over all the block's loops (forms over symbols)."""
-    f = affine_of(blk.bindings[k])
-    if f is None:
-        return None
-    return eliminate([f], [f], loop.block_loops(blk))
+from minimlir.passes.loop.schedule.errors import ScheduleError
+from minimlir.passes.loop.schedule.ir import (  # noqa: F401 (re-exported: the API's helpers)
+    const_index,
+    kernel_of,
+    iconst,
+    top_level_ancestor,
+    symbol_point,
+    emit,
+    materialize_form,
+    materialize_min,
+    materialize_max,
+    move_ops,
+    body_ops,
+    erase_dead_loops,
+    loop_name,
+    require_normalized,
+)
+from minimlir.passes.loop.schedule.region import (  # noqa: F401 (re-exported)
+    fold_static,
+    upper_forms,
+    lower_forms,
+    loop_bounds,
+    eliminate,
+    leq,
+    prune,
+    Box,
+    merge_boxes,
+    block_accesses,
+    access_box,
+    region,
+    local_form,
+    identity_map,
+    var_domain,
+    Bound,
+)
 
 
 # ----------------------------------------------------------------------------------------------
