@@ -9,6 +9,8 @@ import pytest
 import minimlir.compiler.interpreter as H
 import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
 from minimlir.passes.loop.schedule import default as D
+from minimlir.passes.loop.schedule.api import const_index
+from minimlir.passes.loop.schedule.default import transaction
 from minimlir.passes._pipelines import PIPELINES
 from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
 
@@ -327,7 +329,7 @@ def test_single_trip_loops_are_inlined():
     lower_scheduled(m, 16)
     m.verify()
     for l in [o for o in m.walk() if isinstance(o, D.loop.ForOp) and o.kind.data == "serial"]:
-        lb, ub, step = (D.const_index(v) for v in (l.lb, l.ub, l.step))
+        lb, ub, step = (const_index(v) for v in (l.lb, l.ub, l.step))
         assert None in (lb, ub, step) or not lb < ub <= lb + step
     want, got, _ = schedule_and_interpret(matmul_text(8, 4, 16), [rand(8, 4), rand(4, 16, seed=1)], width=16,
                                           cfg=D.ScheduleConfig(width=16, matmul=D.MatmulKnobs(mr=8, nv=1, mc=8)))
@@ -548,7 +550,7 @@ def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
         Printer(stream=out).print_op(op)
         return out.getvalue()
 
-    real = D._attempt
+    real = transaction.attempt
     refused = []
 
     def checked(kernel, fn, *, marks_only=False):
@@ -559,7 +561,7 @@ def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
             refused.append(kernel.sym_name.data)
         return ok
 
-    monkeypatch.setattr(D, "_attempt", checked)
+    monkeypatch.setattr(transaction, "attempt", checked)
     for src in (OTHERS.replace("?x", "3x"), matmul_text(7, 13, 5), conv_general_text((1, 3, 9, 9), (8, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1))):
         D.schedule_module(H.legalize(src), D.ScheduleConfig(width=8))
     assert refused  # some attempts were refused (else the check checked nothing)

@@ -1,0 +1,286 @@
+"""Helpers shared by the default schedule rules: accumulator caching, FMA contraction, vector
+width marks, consumer fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import AnyFloat
+from xdsl.ir import Operation
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from minimlir.dialects import loop, mem
+from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
+from minimlir.passes.loop.schedule.api import (
+    Schedule,
+    ScheduleError,
+    const_index,
+    local_form,
+    materialize_form,
+    upper_forms,
+)
+from minimlir.passes.loop.schedule.default import transaction
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _direct_loops(blk: loop.BlockOp) -> list[loop.ForOp] | None:
+    """The block's loops if they are exactly one per iteration var, in order, each binding
+    the loop variable itself (the legalizer's untouched shape)."""
+    loops = loop.block_loops(blk)
+    if len(loops) != len(blk.bindings):
+        return None
+    for l, b in zip(loops, blk.bindings):
+        if b is not l.induction_var:
+            return None
+        if const_index(l.lb) != 0 or const_index(l.step) != 1:
+            return None
+    return loops
+
+
+def _contract_fma(blk: loop.BlockOp) -> None:
+    """acc + a*b (arith.addf of an arith.mulf with one use) -> math.fma(a, b, acc)."""
+    for op in list(blk.body.block.ops):
+        if not isinstance(op, arith.AddfOp) or not isinstance(op.result.type, AnyFloat):
+            continue
+        for mul_side, acc in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            m = mul_side.owner
+            if isinstance(m, arith.MulfOp) and mul_side.has_one_use():
+                fma = math.FmaOp(m.lhs, m.rhs, acc)
+                from xdsl.rewriter import InsertPoint, Rewriter
+
+                Rewriter.insert_op(fma, InsertPoint.before(op))
+                op.result.replace_all_uses_with(fma.result)
+                op.detach()
+                op.erase()
+                m.detach()
+                m.erase()
+                break
+
+
+def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], name: str,
+                       red: loop.ForOp | None = None) -> None:
+    """Accumulate the output tile in a local buffer (TVM's cache_write to "local"):
+
+        for k1 { for t... { blk: C[v] = f(C[v], ...) } }
+     ->
+        for t... { name_in: acc[t] = C[v] }              (before the reduction loop)
+        for k1 { for t... { blk: acc[t] = f(acc[t], ...) } }
+        for t... { name_out: C[v] = acc[t] }             (after it)
+
+    `tile` gives the static extents of the loops under the reduction loop k1 (the loops right
+    around the block, innermost last); the last one is a vector of W lanes inside loop j1, so acc
+    is mr x (nv*W). acc is indexed by the tile loops' own variables: after full unrolling every
+    access is at a constant offset and LLVM's SROA keeps the tile in registers. `red` (default:
+    the loop right outside the tile loops) is the loop the copies go around; every loop from it
+    to the tile loops must be a reduction loop."""
+    from xdsl.dialects.builtin import MemRefType
+    from xdsl.rewriter import InsertPoint, Rewriter
+
+    from minimlir.passes.loop.schedule.api import emit, iconst
+
+    loops = loop.block_loops(blk)
+    t_loops = loops[-len(tile):]
+    red = red if red is not None else loops[-1 - len(tile)]
+    stores = [op for op in blk.body.walk() if isinstance(op, mem.StoreOp)]
+    loads = [op for op in blk.body.walk() if isinstance(op, mem.LoadOp)]
+    if len(stores) != 1 or stores[0].parent_block() is not blk.body.block:
+        raise ScheduleError("cache accumulator: the block must store once", blk)
+    out = stores[0].memref
+    outs = [ld for ld in loads if ld.memref is out]
+    if len(outs) != 1 or list(outs[0].indices) != list(stores[0].indices):
+        raise ScheduleError("cache accumulator: the block must read its output once, where it stores", blk)
+    args = list(blk.body.block.args)
+    out_forms = [local_form(i, blk) for i in stores[0].indices]
+    if any(f is None or not f.atoms <= set(args) for f in out_forms):
+        raise ScheduleError("cache accumulator: output indices must be affine in iteration variables", blk)
+    elem = stores[0].value.type
+    # acc shape: (tile[0], ..., tile[-2] * tile[-1]) with the last two loops merged
+    shape = [*tile[:-2], tile[-2] * tile[-1]] if len(tile) >= 2 else list(tile)
+    acc_op = mem.AllocaOp(MemRefType(elem, shape))
+    entry = kernel.body.block
+    Rewriter.insert_op(acc_op, InsertPoint.at_start(entry))
+    acc = acc_op.results[0]
+    acc.name_hint = name
+
+    def acc_index(ivs: list, ip: InsertPoint) -> list:
+        if len(ivs) >= 2:
+            last = emit(arith.MuliOp(ivs[-2], iconst(kernel, tile[-1])), ip)
+            last = emit(arith.AddiOp(last, ivs[-1]), ip)
+            return [*ivs[:-2], last]
+        return list(ivs)
+
+    # the block itself
+    ip = InsertPoint.before(blk)
+    idx = acc_index([l.induction_var for l in t_loops], ip)
+    ld = outs[0]
+    new_ld = mem.LoadOp(acc, idx, ld.result.type)
+    Rewriter.insert_op(new_ld, InsertPoint.before(ld))
+    ld.result.replace_all_uses_with(new_ld.result)
+    ld.detach()
+    ld.erase()
+    st = stores[0]
+    Rewriter.insert_op(mem.StoreOp(st.value, acc, idx), InsertPoint.before(st))
+    st.detach()
+    st.erase()
+    # copy nests before / after the reduction loop: clones of the tile loops
+    spatial = [k for k, kd in enumerate(blk.kinds) if kd == "spatial"]
+    if any(args.index(a) not in spatial for f in out_forms for a in f.atoms):
+        raise ScheduleError("cache accumulator: output indices use a reduction variable", blk)
+    for suffix, where in (("_in", InsertPoint.before(red)), ("_out", InsertPoint.after(red))):
+        top = t_loops[0].clone()
+        Rewriter.insert_op(top, where)
+        clone_blk = next(o for o in top.walk() if isinstance(o, loop.BlockOp))
+        cl_loops = [top, *[o for o in top.walk() if isinstance(o, loop.ForOp) and o is not top]]
+        bip = InsertPoint.before(clone_blk)
+        cidx = acc_index([l.induction_var for l in cl_loops], bip)
+        nb = loop.BlockOp(name + suffix, [clone_blk.bindings[k] for k in spatial], ["spatial"] * len(spatial))
+        nargs = nb.body.block.args
+        sub = {a: AffineForm.atom(nargs[spatial.index(args.index(a))]) for a in args if args.index(a) in spatial}
+        oidx = [materialize_form(f.substitute_all(sub), kernel, InsertPoint.before(nb.body.block.last_op))
+                for f in out_forms]
+        body_ip = InsertPoint.before(nb.body.block.last_op)
+        if suffix == "_in":
+            v = emit(mem.LoadOp(out, oidx, elem), body_ip)
+            Rewriter.insert_op(mem.StoreOp(v, acc, cidx), body_ip)
+        else:
+            v = emit(mem.LoadOp(acc, cidx, elem), body_ip)
+            Rewriter.insert_op(mem.StoreOp(v, out, oidx), body_ip)
+        nb.location = blk.location
+        Rewriter.insert_op(nb, bip)
+        parent = clone_blk.parent_op()
+        clone_blk.detach()
+        clone_blk.erase()
+        # drop index arithmetic that only fed the reduce bindings (it uses the reduction loop)
+        changed = True
+        while changed:
+            changed = False
+            for o in list(parent.body.block.ops):  # type: ignore[union-attr]
+                if o.dialect_name() == "arith" and all(not r.uses for r in o.results):
+                    o.detach()
+                    o.erase()
+                    changed = True
+        # index values from the reduction loop must not survive in the copies
+        for o in top.walk():
+            for v in o.operands:
+                if _defined_in(v, red):
+                    raise ScheduleError("cache accumulator: tile bounds depend on the reduction loop", o)
+
+
+def _forward_init(kernel: func.FuncOp, init: loop.BlockOp, acc_in: loop.BlockOp) -> None:
+    """`acc_in` (acc[t] = C[v]) runs right after `init` (C[v] = f(v)) over the same tile: give
+    it acc[t] = f(v) and drop the init nest, so C is written once (by acc_out) per tile.
+
+        for t { init: C[v] = f(v) }          for t { acc_in: acc[t] = f(v) }
+        for t { acc_in: acc[t] = C[v] }  ->"""
+    i_loops, a_loops = loop.block_loops(init), loop.block_loops(acc_in)
+    common = 0
+    while common < min(len(i_loops), len(a_loops)) and i_loops[common] is a_loops[common]:
+        common += 1
+    i_own, a_own = i_loops[common:], a_loops[common:]
+    if len(i_own) != len(a_own) or not i_own or i_own[0].next_op is not a_own[0]:
+        raise ScheduleError("forward init: the init and acc_in nests do not match", acc_in)
+    sub = {}
+    for il, al in zip(i_own, a_own):
+        if any(affine_of(x) is None or affine_of(x) != affine_of(y) for x, y in
+               ((il.lb, al.lb), (il.step, al.step))):
+            raise ScheduleError("forward init: loop bounds differ", acc_in)
+        sub[il.induction_var] = AffineForm.atom(al.induction_var)
+    for il, al in zip(i_own, a_own):
+        fi, fa = upper_forms(il.ub), upper_forms(al.ub)  # min(...) bounds of guarded tiles
+        if fi is None or fa is None or sorted(map(str, (f.substitute_all(sub) for f in fi))) != sorted(
+            map(str, fa)
+        ):
+            raise ScheduleError("forward init: loop bounds differ", acc_in)
+    i_stores = [o for o in init.body.walk() if isinstance(o, mem.StoreOp)]
+    a_loads = [o for o in acc_in.body.walk() if isinstance(o, mem.LoadOp)]
+    if len(i_stores) != 1 or len(a_loads) != 1 or i_stores[0].memref is not a_loads[0].memref:
+        raise ScheduleError("forward init: unexpected init / acc_in bodies", acc_in)
+    st, ld = i_stores[0], a_loads[0]
+    i_args, a_args = list(init.body.block.args), list(acc_in.body.block.args)
+    vmap = {}
+    for si, li in zip(st.indices, ld.indices):
+        if si not in i_args or li not in a_args:
+            raise ScheduleError("forward init: indices are not iteration variables", acc_in)
+        k, j = i_args.index(si), a_args.index(li)
+        fi, fa = affine_of(init.bindings[k]), affine_of(acc_in.bindings[j])
+        if fi is None or fa is None or fi.substitute_all(sub) != fa:
+            raise ScheduleError("forward init: the blocks bind different points", acc_in)
+        vmap[si] = li
+    if len(vmap) != len(i_args):
+        raise ScheduleError("forward init: init variable not in the stored index", acc_in)
+    ip = InsertPoint.before(ld)
+    for o in init.body.block.ops:
+        if o is st or isinstance(o, loop.YieldOp):
+            continue
+        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
+    ld.result.replace_all_uses_with(vmap.get(st.value, st.value))
+    ld.detach()
+    ld.erase()
+    i_own[0].detach()
+    i_own[0].erase()
+
+
+def _defined_in(v, op: Operation) -> bool:
+    owner = v.owner
+    if isinstance(owner, Operation):
+        return op.is_ancestor(owner)
+    parent = owner.parent_op()
+    return parent is not None and op.is_ancestor(parent)
+
+
+VECTOR_WIDTH_ATTR = "loop.vector_width"
+
+
+def fit_width(root: Operation, width: int, along: loop.ForOp | None = None,
+              buffers: set | None = None) -> int:
+    """The widest of width, width/2, … >= 4 that fits the static last dim of every buffer
+    accessed under `root` (mem verifies that a vector access fits its last dim); 0 if none.
+    Only accesses that move with loop `along` (or to `buffers`) count, if given."""
+    w = width
+    for op in root.walk():
+        if isinstance(op, mem.LoadOp | mem.StoreOp):
+            if buffers is not None and op.memref not in buffers:
+                continue
+            if along is not None:
+                forms = [affine_of(i) for i in op.indices]
+                if all(f is not None and not f.coeff(along.induction_var) for f in forms):
+                    continue
+            shape = op.memref.type.get_shape()  # type: ignore[union-attr]
+            if shape and shape[-1] >= 0:
+                while w >= 4 and shape[-1] < w:
+                    w //= 2
+    return w if w >= 4 else 0
+
+
+def _mark_width(for_op: loop.ForOp, width: int) -> None:
+    from xdsl.dialects.builtin import IntegerAttr
+
+    for_op.attributes[VECTOR_WIDTH_ATTR] = IntegerAttr(width, 64)
+
+
+def _later_blocks(kernel: func.FuncOp, blk: loop.BlockOp) -> list[loop.BlockOp]:
+    blocks = loop.blocks_of(kernel)
+    return blocks[blocks.index(blk) + 1:]
+
+
+def _fuse_consumers(kernel: func.FuncOp, blk: loop.BlockOp, anchor_of: Callable[[Schedule], loop.ForOp]) -> None:
+    """reverse-compute-at every later elementwise block at the anchor loop (each try atomic)."""
+    for b in _later_blocks(kernel, blk):
+        name = b.block_name.data
+        if "reduce" in b.kinds or name.startswith(blk.block_name.data):
+            continue
+
+        def go(s: Schedule, name=name):
+            s.reverse_compute_at(s.get_block(name), anchor_of(s))
+
+        transaction.attempt(kernel, go)
+
+
+def _unique_names(kernel: func.FuncOp) -> bool:
+    names = [b.block_name.data for b in loop.blocks_of(kernel)]
+    return len(names) == len(set(names))
+
+

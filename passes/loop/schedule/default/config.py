@@ -1,0 +1,86 @@
+"""Knobs of the default schedule: one dataclass per rule, ScheduleConfig holds them all (a tuner
+searches these), and the host's vector width."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class MatmulKnobs:
+    """Register tile mr x (nv*W), cache tiles mc (rows per parallel chunk) and kc (reduction)."""
+
+    mr: int = 8
+    nv: int = 2
+    mc: int = 64
+    kc: int = 256
+    unroll_rows: bool = True
+    accumulate_in_registers: bool = True
+    pack_b: bool = False  # copy B's kc x (nv*W) tile into a local buffer (cache_read); measured slower
+    # static M <= small_m (a matrix-vector product, an FC layer at batch 1): mr = M and a wide,
+    # short tile, so each k0 block streams small_kc rows of B sequentially, nv*W floats a visit
+    small_m: int = 4
+    small_nv: int = 4
+    small_kc: int = 8
+    fma: bool = True
+    parallel: bool = True
+
+
+@dataclass(frozen=True)
+class ConvKnobs:
+    """Register tile: up to rw output columns (unrolled) x nv*W output channels (nv vectors)."""
+
+    rw: int = 8
+    nv: int = 2
+    fma: bool = True
+    parallel: bool = True
+    vectorize: bool = True
+    pad_input: bool = True  # copy the input into a zero-padded local buffer (no select in the tile)
+
+
+@dataclass(frozen=True)
+class GenericKnobs:
+    parallel: bool = True
+    vectorize: bool = True
+    min_vector_extent: int = 8  # static innermost extents below this stay scalar
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """All knobs of the default schedule. `width` is the vector width in f32 lanes."""
+
+    width: int = 8
+    matmul: MatmulKnobs = field(default_factory=MatmulKnobs)
+    conv2d: ConvKnobs = field(default_factory=ConvKnobs)
+    generic: GenericKnobs = field(default_factory=GenericKnobs)
+    fuse_consumers: bool = True
+
+    @staticmethod
+    def for_host() -> ScheduleConfig:
+        return ScheduleConfig(width=host_vector_width())
+
+    def replace(self, **changes) -> ScheduleConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@functools.cache
+def host_vector_width() -> int:
+    """f32 lanes of the widest vector unit: 16 with AVX-512F, 8 with AVX2 (or AVX), else 4."""
+    try:
+        import llvmlite.binding as llvm
+
+        from minimlir.backend import _target
+
+        _target.init_llvm()
+        feats = llvm.get_host_cpu_features()
+    except Exception:  # noqa: BLE001 - no host info: a safe default
+        return 8
+    if feats.get("avx512f", False):
+        return 16
+    if feats.get("avx2", False) or feats.get("avx", False):
+        return 8
+    return 4
+
+

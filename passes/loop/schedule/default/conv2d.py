@@ -1,0 +1,418 @@
+"""Rule: conv2d (block "conv2d"): output channels in vectors (NCHWc), packed weight panels, a
+zero-padded input copy; depthwise and small-group convs by output rows (see the package docstring)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FloatAttr
+from xdsl.ir import OpResult, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from minimlir.dialects import loop, mem
+from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
+from minimlir.passes.loop.schedule.api import (
+    Schedule,
+    ScheduleError,
+    const_index,
+    emit,
+    fold_static,
+    iconst,
+    local_form,
+    materialize_form,
+)
+from minimlir.passes.loop.schedule.default import transaction
+from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _forward_init, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default.config import ScheduleConfig
+from minimlir.passes.loop.schedule.default.generic import _schedule_rest
+
+# ----------------------------------------------------------------------------------------------
+# conv2d
+
+
+def _unclamp(v: SSAValue) -> SSAValue:
+    """The index under a clamp chain `minsi(maxsi(t, 0), last)` (either part optional)."""
+    while isinstance(v, OpResult) and isinstance(v.owner, arith.MinSIOp | arith.MaxSIOp):
+        v = v.owner.lhs
+    return v
+
+
+def _drop_dead(block) -> None:
+    """Erase pure arith ops without uses from `block` (repeatedly)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in reversed(list(block.ops)):
+            if o.dialect_name() == "arith" and all(not r.uses for r in o.results):
+                o.detach()
+                o.erase()
+                changed = True
+
+
+def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: str) -> tuple:
+    """Loops over `extents` at `ip` with one all-spatial block bound 1:1; returns the top loop,
+    the block's iteration variables and an insert point in its body."""
+    c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
+    ivs, top = [], None
+    for e in extents:
+        l = loop.ForOp(c0, e, c1)
+        Rewriter.insert_op(l, ip)
+        top = top or l
+        ivs.append(l.induction_var)
+        ip = InsertPoint.before(l.body.block.last_op)
+    blk = loop.BlockOp(name, ivs, ["spatial"] * len(ivs))
+    Rewriter.insert_op(blk, ip)
+    return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
+
+
+def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int,
+                   name: str = "conv2d") -> tuple:
+    """Give the conv2d block (n co oh ow | ci kh kw, group 1) operands it can read in vector
+    tiles, with two local buffers filled before its nest:
+
+        conv2d_wpack: WT[co0, ci, kh, kw, co1] = W[co0*T + co1, ci, kh, kw]   (T = co_tile)
+        conv2d_pad:   XP[n, c, hp, wp] = X[n, c, hp - pt, wp - pl] inside X, else 0
+
+    and the block reads XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no clamp, no select); the
+    weight load is returned with WT for _read_weight_panel once the channel loop is split.
+    Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
+    args = list(blk.body.block.args)
+    loops = loop.block_loops(blk)
+    ubs = [l.ub for l in loops]
+    g, dw = None, len(args) == 6
+    if len(args) == 8:  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
+        g, g_ub = args.pop(1), ubs.pop(1)
+    if dw:  # depthwise: n c oh ow | kh kw, input channel c, weight [c, 0, kh, kw]
+        args.insert(4, None)
+        ubs.insert(4, iconst(kernel, 1))
+    n, co, oh, ow, ci, kh, kw = args
+    top = loops[0]
+    while top.parent_op() is not kernel:
+        top = top.parent_op()
+    body = blk.body.block
+    loads = [op for op in body.ops if isinstance(op, mem.LoadOp)]
+    stores = [op for op in body.ops if isinstance(op, mem.StoreOp)]
+    co_ext, ci_ext = const_index(ubs[1]), const_index(ubs[4])
+    if co_ext is None or co_ext % co_tile:
+        raise ScheduleError("conv relayout: the output channels must be a multiple of the tile", blk)
+    if g is not None and (ci_ext is None or const_index(g_ub) is None):
+        raise ScheduleError("conv relayout: grouped conv with dynamic channel counts", blk)
+
+    def chan(v: SSAValue, c: SSAValue, ext: int | None) -> bool:
+        """v is channel c of its group: c (group 1) or g*ext + c."""
+        if g is None:
+            return v is c
+        f = local_form(v, blk)
+        return f is not None and f == AffineForm.atom(c) + AffineForm.atom(g) * ext
+
+    if (len(stores) != 1 or len(loads) != 3 or len(stores[0].indices) != 4
+            or [stores[0].indices[i] for i in (0, 2, 3)] != [n, oh, ow]
+            or not chan(stores[0].indices[1], co, co_ext)):
+        raise ScheduleError("conv relayout: unexpected conv2d block", blk)
+    y = stores[0].memref
+    w_ld = next((l for l in loads if len(l.indices) == 4 and list(l.indices[2:]) == [kh, kw]
+                 and (l.indices[1] is ci if ci is not None else const_index(l.indices[1]) == 0)
+                 and chan(l.indices[0], co, co_ext)), None)
+    x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
+    if (w_ld is None or x_ld is None or x_ld.indices[0] is not n
+            or not (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))):
+        raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
+    elem = x_ld.result.type
+    rows = co_ext * (const_index(g_ub) if g is not None else 1)  # W's dim 0: all output channels
+    ip = InsertPoint.before(top)
+    frees = []
+    # -- weights
+    wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
+    wt = _local_buffer(elem, wt_shape, ip, frees)
+    # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
+    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, f"{name}_wpack")
+    p_top.location = blk.location
+    pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
+    v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
+    Rewriter.insert_op(mem.StoreOp(v, wt, [pc0, pi, ph, pw, pc1]), bip)
+    # -- padded input
+    taps = [_unclamp(i) for i in x_ld.indices[2:]]
+    uses = list(x_ld.result.uses)
+    sel = uses[0].operation if len(uses) == 1 and isinstance(uses[0].operation, arith.SelectOp) else None
+    clamped = any(t is not i for t, i in zip(taps, x_ld.indices[2:])) or sel is not None
+    if clamped and pad_input:
+        if sel is None or sel.lhs is not x_ld.result:
+            raise ScheduleError("conv relayout: padded load without a select", x_ld)
+        zero = sel.rhs.owner
+        if not (isinstance(zero, arith.ConstantOp) and isinstance(zero.value, FloatAttr)
+                and zero.value.value.data == 0.0):
+            raise ScheduleError("conv relayout: padding value is not 0", sel)
+        x = x_ld.memref
+        pads, extents, sizes = [], [], []
+        for d, (t, ov, kv, o_ub, k_ub) in enumerate(zip(taps, (oh, ow), (kh, kw), ubs[2:4], ubs[5:7])):
+            f = local_form(t, blk)
+            if f is None or not f.atoms <= {ov, kv} or f.coeff(ov) < 1 or f.coeff(kv) < 1 or f.const > 0:
+                raise ScheduleError("conv relayout: tap index is not oh*s + kh*d - pad", x_ld)
+            st, dil = f.coeff(ov), f.coeff(kv)
+            of, kf = affine_of(o_ub), affine_of(k_ub)
+            if of is None or kf is None:
+                raise ScheduleError("conv relayout: non-affine extents", blk)
+            # every tap, inside or not: (O - 1)*s + (K - 1)*d + 1
+            extents.append(materialize_form(fold_static(of * st + kf * dil - st - dil + 1), kernel, ip))
+            pads.append(-f.const)
+            shape = x.type.get_shape()  # type: ignore[union-attr]
+            sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
+        xshape = x.type.get_shape()  # type: ignore[union-attr]
+        chans = ubs[4] if g is None and not dw else (
+            iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
+        xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
+        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], f"{name}_pad")
+        x_top.location = blk.location
+        last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
+        cond, idx = None, []
+        for q, pd, sz, lst in zip((qh, qw), pads, sizes, last):
+            src = emit(arith.SubiOp(q, iconst(kernel, pd)), bip) if pd else q
+            for c in (arith.CmpiOp(src, iconst(kernel, 0), "sge"), arith.CmpiOp(src, sz, "slt")):
+                c = emit(c, bip)
+                cond = c if cond is None else emit(arith.AndIOp(cond, c), bip)
+            idx.append(emit(arith.MinSIOp(emit(arith.MaxSIOp(src, iconst(kernel, 0)), bip), lst), bip))
+        v = emit(mem.LoadOp(x, [qn, qc, *idx], elem), bip)
+        z = emit(arith.ConstantOp(FloatAttr(0.0, elem)), bip)
+        v = emit(arith.SelectOp(cond, v, z), bip)
+        Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
+        lip = InsertPoint.before(x_ld)
+        new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
+        new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
+        sel.result.replace_all_uses_with(new_x)
+        sel.detach()
+        sel.erase()
+        x_ld.detach()
+        x_ld.erase()
+    _drop_dead(body)
+    ret = kernel.body.block.last_op
+    for f in frees:
+        Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
+    return w_ld, wt
+
+
+def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0: loop.ForOp,
+                       cj: loop.ForOp, cw: loop.ForOp, w: int, group: tuple | None = None) -> None:
+    """W[co, ci, kh, kw] -> WT[co0, ci, kh, kw, cj*W + cw] with the output-channel tile loops'
+    own variables (co = co0*nv*W + cj*W + cw): one contiguous weight panel per co0 tile.
+    The index uses loop variables inside the block (affine, so the analyses and the vector
+    lowering read it), which the channel split alone cannot express in block variables."""
+    ip = InsertPoint.before(w_ld)
+    lane = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), ip), cw.induction_var), ip)
+    _, ci, kh, kw = w_ld.indices
+    panel = co0.induction_var
+    if group is not None:  # (g, panels per group): panel g*P + co0
+        gv, per = group
+        panel = emit(arith.AddiOp(emit(arith.MuliOp(gv, iconst(kernel, per)), ip), panel), ip)
+    new_w = emit(mem.LoadOp(wt, [panel, ci, kh, kw, lane], w_ld.result.type), ip)
+    w_ld.result.replace_all_uses_with(new_w)
+    w_ld.detach()
+    w_ld.erase()
+
+
+def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> SSAValue:
+    from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+
+    shape = [const_index(d) if const_index(d) is not None else DYNAMIC_INDEX for d in dims]
+    op = mem.AllocOp(MemRefType(elem, shape), [d for d, e in zip(dims, shape) if e == DYNAMIC_INDEX])
+    Rewriter.insert_op(op, ip)
+    frees.append(op.results[0])
+    return op.results[0]
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
+
+
+def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str = "conv2d",
+                            rest: bool = True) -> bool:
+    """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights into
+    [co0][ci][kh][kw][nv*W] panels and the padded input into local buffers (_relayout_conv), then
+
+        co -> (co0, cj, cw) = (., nv, W)     ow -> (ow0, ow1) = (., rw)
+        order  n co0 oh ow0 | ci kh kw | ow1 cj cw    co0 parallel, ow1 cj unrolled, cw vector
+
+    so the kw body is nv vector loads of WT, rw broadcasts of XP and rw*nv FMAs on an rw x nv*W
+    accumulator tile kept in registers from ci = 0 to the end of the reduction (the init and
+    the accumulator copies sit outside ci). Stride and dilation only change the broadcast
+    addresses. Needs a static output-channel count that W divides (W halves to fit)."""
+    c = cfg.conv2d
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == bname), None)
+    loops = _direct_loops(blk) if blk is not None else None
+    if loops is None or blk.kinds not in (["spatial"] * 4 + ["reduce"] * 3, ["spatial"] * 5 + ["reduce"] * 3):
+        return False
+    gr = len(loops) - 7  # 1 with a group loop (n g co oh ow | ci kh kw)
+    co_ext, ow_ext = const_index(loops[1 + gr].ub), const_index(loops[3 + gr].ub)
+    if co_ext is None:
+        return False
+    w = cfg.width
+    while w >= 4 and co_ext % w:
+        w //= 2
+    if w < 4:
+        return False
+    nv = max(1, c.nv)
+    while co_ext % (nv * w):
+        nv -= 1
+    rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
+    if ow_ext is not None and 2 * rw < c.rw:
+        # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor still fits
+        # the registers (about 24 vector accumulators with 32 registers, 12 with 16)
+        budget = 24 if cfg.width >= 16 else 12
+        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv <= budget), rw)
+
+    def main(s: Schedule) -> None:
+        b = s.get_block(bname)
+        if c.fma:
+            _contract_fma(b)
+        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w, bname)
+        n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
+        co0, cj, cw = s.split(co, [None, nv, w])
+        ow0, ow1 = s.split(ow, [None, rw])
+        n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+        group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
+        _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
+        s.decompose_reduction(b, s.get_loops(b)[4 + gr])
+        _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[4 + gr])
+        # the tile: vector lanes over cw, everything else of the tile unrolled
+        ow1, cj, cw = s.get_loops(b)[-3:]
+        s.vectorize(cw)
+        _mark_width(cw, w)
+        s.unroll(cj, None if const_index(cj.ub) is not None else nv)
+        s.unroll(ow1, None if const_index(ow1.ub) is not None else rw)
+
+    if not transaction.attempt(kernel, main):
+        return False
+    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
+                        lambda s: s.get_loops(s.get_block(bname))[1 + gr])
+    for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
+        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            continue
+
+        def copies(s: Schedule, name=name, vec=True) -> None:
+            *rest, last = s.get_loops(s.get_block(name))[-3:]
+            if vec:  # acc_in reads the bias: contiguous along cw
+                s.vectorize(last)
+                _mark_width(last, w)
+            for l in rest if vec else [*rest, last]:
+                s.unroll(l, None if const_index(l.ub) is not None else rw)
+
+        if not transaction.attempt(kernel, copies):
+            transaction.attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
+    if c.parallel:
+        for depth in (1 + gr, 0, 1, 2 + gr):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
+                break
+    if rest:
+        _schedule_rest(kernel, cfg, skip=_tile_blocks(bname))
+    return True
+
+
+def _tile_blocks(bname: str) -> set[str]:
+    return {bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"}
+
+
+def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    """Grouped convs the vector path refuses (depthwise, channels per group not a multiple of
+    4): padded input copy (_relayout_conv with a 1-channel weight tile), then
+
+        n g co oh | ci kh kw | ow          ow vector (stride 1: contiguous padded rows)
+
+    with the init hoisted in front of ci, so the output row is the accumulator (in L1) and
+    each tap is one broadcast weight times a row of the padded input. Depthwise blocks
+    (n c oh ow | kh kw) too. Only when the row vectorizes (stride 1): strided rows keep the
+    generic schedule, which measured faster than a scalar row over the padded copy."""
+    c = cfg.conv2d
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    loops = _direct_loops(blk) if blk is not None else None
+    if loops is None or blk.kinds not in (["spatial"] * 5 + ["reduce"] * 3, ["spatial"] * 4 + ["reduce"] * 2):
+        return False
+    dw = len(loops) == 6  # depthwise: n c oh ow | kh kw
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("conv2d")
+        if c.fma:
+            _contract_fma(b)
+        w_ld, wt = _relayout_conv(kernel, b, c.pad_input, 1)
+        *outer, oh, ow = s.get_loops(b)[:len(loops) - (2 if dw else 3)]
+        s.reorder(*outer, oh, *s.get_loops(b)[len(outer) + 2:], ow)
+        # WT[c, ci, kh, kw, 0] = W[c, ci, kh, kw]: a copy, but read where W was
+        ip = InsertPoint.before(w_ld)
+        new_w = emit(mem.LoadOp(wt, [*w_ld.indices, iconst(kernel, 0)], w_ld.result.type), ip)
+        w_ld.result.replace_all_uses_with(new_w)
+        w_ld.detach()
+        w_ld.erase()
+        s.decompose_reduction(b, s.get_loops(b)[len(outer) + 1])
+        # the row must vectorize (stride 1); strided rows are faster as the generic schedule
+        last = s.get_loops(b)[-1]
+        w = fit_width(last, cfg.width, along=last)
+        if w == 0 or not c.vectorize:
+            raise ScheduleError("conv rows: no vector width fits", last)
+        s.vectorize(last)
+        _mark_width(last, w)
+
+    if not transaction.attempt(kernel, main):
+        return False
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1 if dw else 2])
+    def vec_init(s: Schedule) -> None:
+        last = s.get_loops(s.get_block("conv2d_init"))[-1]
+        w = fit_width(last, cfg.width, along=last)
+        if w == 0:
+            raise ScheduleError("conv rows: no vector width fits", last)
+        s.vectorize(last)
+        _mark_width(last, w)
+
+    transaction.attempt(kernel, vec_init)
+    if c.parallel:
+        for depth in ((1, 0) if dw else (1, 2, 0)):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+                break
+    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    return True
+
+
+def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    """Reduction outside the output row: (n, co, oh | ci, kh, kw | ow) with the init hoisted in
+    front of ci, so the innermost ow loop has no loop-carried dependence (LLVM vectorizes it;
+    the padded input reads are clamped, so loop-lower-vectors cannot); co runs in parallel;
+    consumers are computed per output channel."""
+    c = cfg.conv2d
+    if c.vectorize and _schedule_conv2d_vector(kernel, cfg, rest=False):
+        # the kernel's other convs take the vector path too (ResNet's projection shortcut:
+        # conv2d and conv2d_1 feed one residual add; generic, conv2d_1 was 3/4 of ResNet-50)
+        skip = _tile_blocks("conv2d")
+        for b in list(loop.blocks_of(kernel)):
+            n = b.block_name.data
+            if n.startswith("conv2d_") and n[7:].isdigit() and _schedule_conv2d_vector(kernel, cfg, n, rest=False):
+                skip |= _tile_blocks(n)
+        _schedule_rest(kernel, cfg, skip=skip)
+        return True
+    if _schedule_conv2d_rows(kernel, cfg):
+        return True
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    if blk is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3 or _direct_loops(blk) is None:
+        return False
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("conv2d")
+        if c.fma:
+            _contract_fma(b)
+        n, co, oh, ow, ci, kh, kw = s.get_loops(b)
+        s.reorder(n, co, oh, ci, kh, kw, ow)
+        s.decompose_reduction(b, s.get_loops(b)[3])
+
+    if not transaction.attempt(kernel, main):
+        return False
+    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
+    if cfg.fuse_consumers:
+        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
+                        lambda s: s.get_loops(s.get_block("conv2d"))[1])
+    if c.parallel:
+        for depth in (1, 0, 2):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+                break
+    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    return True
+
+

@@ -1,0 +1,132 @@
+"""Rule: matmul (block "matmul"): register blocking, hoisted init, fused consumers per row block
+(see the package docstring for the tiling)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+
+from minimlir.dialects import loop, mem
+from minimlir.passes.loop.schedule.api import (
+    Schedule,
+    const_index,
+)
+from minimlir.passes.loop.schedule.default import transaction
+from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default.config import ScheduleConfig
+from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
+from minimlir.passes.loop.schedule.default.generic import _schedule_rest
+
+# ----------------------------------------------------------------------------------------------
+# matmul
+
+
+def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
+    k = cfg.matmul
+    W = cfg.width
+    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "matmul"), None)
+    if blk is None or blk.kinds[-1] != "reduce" or blk.kinds.count("reduce") != 1:
+        return False
+    if _direct_loops(blk) is None or len(blk.kinds) < 3:
+        return False
+    mr, nv = max(1, k.mr), max(1, k.nv)
+    out_bufs = {op.memref for op in blk.body.walk() if isinstance(op, mem.StoreOp)}
+    j_var = blk.body.block.args[-2]
+    j_bufs = {
+        op.memref for op in blk.body.walk()
+        if isinstance(op, mem.LoadOp | mem.StoreOp)
+        and op.indices and op.indices[-1] is j_var
+    }
+    W = fit_width(blk, W, buffers=out_bufs | j_bufs)
+    if W == 0:
+        return False
+    # exact register tiles where a static extent allows it (a guarded tile loop has a dynamic
+    # trip count, and its accumulator falls back to memory): the largest mr' <= mr dividing M
+    # and nv' <= nv dividing N / W, unless that would halve the tile
+    loops0 = _direct_loops(blk)
+    m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
+    kc = k.kc
+    small = m_ext is not None and m_ext <= min(mr, k.small_m)
+    if small:
+        mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
+        if n_ext is not None and n_ext % W:
+            # a guarded vector loop keeps the accumulator in memory: narrower vectors that
+            # divide N, more of them (about small_nv*W floats per row of B either way)
+            w2 = W // 2
+            while w2 >= 4 and n_ext % w2:
+                w2 //= 2
+            if w2 >= 4:
+                nv = _largest_divisor(n_ext // w2, nv * W // w2)
+                W = w2
+    elif m_ext is not None and m_ext % mr:
+        d = _largest_divisor(m_ext, mr)
+        mr = d if 2 * d > mr else mr
+    if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
+        nv = _largest_divisor(n_ext // W, nv)
+    mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
+
+    def main(s: Schedule) -> None:
+        b = s.get_block("matmul")
+        if k.fma:
+            _contract_fma(b)
+        *batch, i, j, kk = s.get_loops(b)
+        # inner factors first: the register tile loops (i2, j2) stay exact whenever mr | M
+        # and W | N, however mc and nv fall; guarded loops are the outer ones
+        io, i2 = s.split(i, [None, mr])
+        i0, i1 = s.split(io, [None, mc // mr])
+        jo, j2 = s.split(j, [None, W])
+        j0, j1 = s.split(jo, [None, nv])
+        k0, k1 = s.split(kk, [None, kc])
+        s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
+        s.decompose_reduction(b, s.get_loops(b)[len(batch) + 1])
+        if k.accumulate_in_registers:
+            _cache_accumulator(kernel, b, [mr, nv, W], "matmul_acc")
+
+    if not transaction.attempt(kernel, main):
+        return False
+    b_bufs = j_bufs - out_bufs
+    if k.pack_b and len(b_bufs) == 1:
+        (b_buf,) = b_bufs
+
+        def pack(s: Schedule) -> None:
+            # B's rows are N floats apart: pack the tile the k1 loop streams (kc x nv*W) once
+            # per j0 and reuse it for the mc/mr row blocks of i1
+            mb = s.get_block("matmul")
+            j0 = s.get_loops(mb)[len(mb.bindings) - 1]
+            copy = s.cache_read(mb, b_buf, j0, "matmul_pack_b")
+            inner = s.get_loops(copy)[-1]
+            s.vectorize(inner)
+            _mark_width(inner, W)
+
+        transaction.attempt(kernel, pack)
+    b = Schedule(kernel).get_block("matmul")
+    if cfg.fuse_consumers:
+        nb = len(b.bindings)
+        _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block("matmul"))[nb - 3])
+
+    for name in ("matmul", "matmul_acc_in", "matmul_acc_out"):
+
+        def inner(s: Schedule, name=name) -> None:
+            loops = s.get_loops(s.get_block(name))
+            i2, j1, j2 = loops[-3], loops[-2], loops[-1]
+            s.vectorize(j2)
+            _mark_width(j2, W)
+            s.unroll(j1, None if const_index(j1.ub) is not None else nv)
+            if k.unroll_rows:
+                s.unroll(i2, None if const_index(i2.ub) is not None else mr)
+
+        if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            transaction.attempt(kernel, inner)
+
+    def init(s: Schedule) -> None:
+        ib = s.get_block("matmul_init")
+        s.vectorize(s.get_loops(ib)[-1])
+        _mark_width(s.get_loops(ib)[-1], W)
+
+    transaction.attempt(kernel, init)
+    if k.parallel:
+        nb = len(b.bindings)
+        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block("matmul"))[nb - 3]))
+    _schedule_rest(kernel, cfg, skip={"matmul", "matmul_init", "matmul_acc_in", "matmul_acc_out"})
+    return True
+
+
