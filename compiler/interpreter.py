@@ -8,12 +8,13 @@
         (y,) = run_graph(TEXT, [x], backend=backend)
         assert_outputs([y], [np.maximum(x, 0)])
 
-API (keep it stable: other test files import it):
+API (keep it stable: the tests and the tuner use it):
 
   run_graph(mlir_text, inputs, backend=None, func_name=None, params=None) -> list[np.ndarray]
       backend "interp": parse, run graph-legalize, interpret (always available);
-      backend "native": `minimlir.backend.runtime.compile_mlir_text` (graph-to-llvm), pytest.skip()
-      with the reason when the native back end does not import or fails its smoke test;
+      backend "native": `minimlir.backend.runtime.compile_mlir_text` (graph-to-llvm); raises
+      NativeUnavailable (a skip under pytest) when the native back end does not import or fails
+      its smoke test;
       backend None: native when available, else the interpreter.
   legalize(mlir_text) -> ModuleOp            parse + graph-legalize + verify
   interpret_kernels(module, func_name, inputs, params=None) -> list[np.ndarray]
@@ -534,6 +535,11 @@ def _call_native(compiled, name: str, inputs: Sequence[np.ndarray], params):
     return [np.asarray(out)]
 
 
+class NativeUnavailable(RuntimeError):
+    """run_graph(backend="native") when the native back end does not work here (the reason is the
+    message); tests/unit/conftest.py turns it into a skip."""
+
+
 @functools.cache
 def native_status() -> tuple[bool, str]:
     """(available, reason): the native back end imports and runs a smoke test correctly."""
@@ -567,9 +573,7 @@ def run_graph(
     if backend == "native":
         ok, reason = native_status()
         if not ok:
-            import pytest
-
-            pytest.skip(reason)
+            raise NativeUnavailable(reason)
         from minimlir.backend.runtime import compile_mlir_text
 
         name = func_name or _entry_name(parse(mlir_text))
