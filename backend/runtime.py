@@ -422,7 +422,7 @@ class CompiledProgram:
     """Native code for a module plus the metadata of its public functions.
 
     `engine` is anything with `address(name) -> int` (backend/jit.py's compiled module);
-    `params` is a dict name -> array or the path of a params file (frontend/params.py)."""
+    `params` is a dict name -> array or the path of a params file (compiler/params.py)."""
 
     def __init__(
         self,
@@ -451,7 +451,7 @@ class CompiledProgram:
     def bind_params(self, params: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         """Use these weights for `mem.param` arguments (a params file is memory-mapped)."""
         if isinstance(params, str | os.PathLike):
-            from minimlir.frontend.params import load_params
+            from minimlir.compiler.params import load_params
 
             params = load_params(params)
         self._params = dict(params)
@@ -542,7 +542,7 @@ def _context():
 
 
 def _render(exc: Any, source: Any) -> str:
-    from minimlir.tools._diagnostics import from_exception, render
+    from minimlir.compiler.diagnostics import from_exception, render
 
     return render(from_exception(exc), source).rstrip()
 
@@ -575,8 +575,8 @@ def run_pipeline(
     from xdsl.transforms import get_all_passes
 
     from minimlir.passes._diagnostics import diagnostic_handler
-    from minimlir.tools._diagnostics import SourceFile
-    from minimlir.tools._pipeline import (
+    from minimlir.compiler.diagnostics import SourceFile
+    from minimlir.compiler.pass_manager import (
         IROptions,
         PassCrash,
         PassFailure,
@@ -710,7 +710,7 @@ def _parse(ctx: Any, text: str, filename: str) -> ModuleOp:
     """Parse with a location on every op (so diagnostics say file:line:col), then verify."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-    from minimlir.tools._diagnostics import SourceFile, verify_located
+    from minimlir.compiler.diagnostics import SourceFile, verify_located
     from minimlir.tools.mini_opt import LocatingParser
 
     _STATS.parses += 1
@@ -787,7 +787,7 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
         ir_text, sigs = module
         _load_symbol_providers()  # the lowering ran in other processes
     else:
-        from minimlir.tools._pipeline import fewer_gc_passes
+        from minimlir.compiler.pass_manager import fewer_gc_passes
 
         sigs = jit.signatures(module)
         with fewer_gc_passes():

@@ -5,6 +5,8 @@
     (y,) = m(x)
 """
 
+from minimlir.passes import _moved as _moved  # old module names (minimlir.frontend.params, …) keep importing
+
 from minimlir.frontend.api import (
     CompiledModel,
     CompileError,

@@ -74,7 +74,7 @@ def jobs() -> int:
 
 def applies(pipeline: str) -> bool:
     """Whether `pipeline` (a name or pass list) is the `compile` pipeline this module splits."""
-    from minimlir.passes._pipelines import PIPELINES
+    from minimlir.compiler.pipelines import PIPELINES
 
     text = pipeline.strip()
     full = PIPELINES["compile"].pipeline if "compile" in PIPELINES else None
@@ -167,7 +167,7 @@ def _work(index: int, kernels: list[str] | None) -> tuple:
 
 
 def _task(index: int, kernels: list[str] | None) -> tuple:
-    from minimlir.tools._pipeline import fewer_gc_passes
+    from minimlir.compiler.pass_manager import fewer_gc_passes
 
     with fewer_gc_passes():  # the translation to LLVM IR too
         return _work(index, kernels)  # looked up in the worker (what the pool pickles is this name)

@@ -34,7 +34,7 @@ plus the path, size and mtime of every external data file it names; a ModelProto
 sources (frontend included) and the host CPU (`api_cache_key`). An entry is the runtime's
 `<key>.mmo` (object code + JSON meta: runtime metadata, entry, input/output specs, remarks, param
 types) and, for ONNX models, `<key>.params`: the weights as the importer produced them (a
-`minimlir.frontend.params` file, memory-mapped on a hit; written before the `.mmo`, so a visible
+`minimlir.compiler.params` file, memory-mapped on a hit; written before the `.mmo`, so a visible
 entry has its weights). A hit runs no import, no pass and no LLVM. `.mlir` models keep reading
 their weights from `params=` or their `graph.params_file` (weights are not part of the code).
 `dump_ir=`/`print_ir=` skip the lookup (they want the IR), but still store.
@@ -96,7 +96,7 @@ DEFAULT_PIPELINE = "graph-to-llvm"
 def default_pipeline() -> str:
     """The named pipeline `compile` runs: `compile` (fuse, legalize, fuse kernels, schedule, bufferize, plan,
     llvm with parallel loops) when it is registered, else `graph-to-llvm`."""
-    from minimlir.passes._pipelines import PIPELINES
+    from minimlir.compiler.pipelines import PIPELINES
 
     return "compile" if "compile" in PIPELINES else DEFAULT_PIPELINE
 
@@ -155,7 +155,7 @@ def _first_line(e: BaseException) -> str:
 
 def parse_mlir(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify `.mlir` text; errors raise CompileError(`name:line:col: error: msg`)."""
-    from minimlir.tools._diagnostics import from_exception, render, verify_located
+    from minimlir.compiler.diagnostics import from_exception, render, verify_located
     from minimlir.tools.mini_opt import LocatingParser
 
     ctx = ctx or make_context()
@@ -171,7 +171,7 @@ def parse_mlir(text: str, name: str = "<string>", ctx: Context | None = None) ->
     try:
         verify_located(module)
     except DiagnosticException as e:
-        from minimlir.tools._diagnostics import SourceFile
+        from minimlir.compiler.diagnostics import SourceFile
 
         raise CompileError(render(from_exception(e), SourceFile(name, text)).rstrip()) from None
     return module
@@ -236,7 +236,7 @@ def _is_protobuf(path: Path) -> bool:
 
 
 def _load_params(params, base: Path | None, module: ModuleOp | None) -> dict[str, np.ndarray]:
-    from minimlir.frontend.params import load_params
+    from minimlir.compiler.params import load_params
 
     if isinstance(params, Mapping):
         return {k: np.asarray(v) for k, v in params.items()}
@@ -420,8 +420,8 @@ def lower(
     CompileError with the located error; a crashing pass too (naming the pass).
     """
     from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
-    from minimlir.tools._diagnostics import SourceFile, from_exception, render
-    from minimlir.tools._pipeline import (
+    from minimlir.compiler.diagnostics import SourceFile, from_exception, render
+    from minimlir.compiler.pass_manager import (
         IROptions,
         PassCrash,
         PassFailure,
@@ -478,7 +478,7 @@ def lower(
     except PassCrash as c:
         raise CompileError(f"error: {c} (set MINIMLIR_TRACEBACK=1 and use mini-opt to reproduce)") from c.error
     if not verify_each:
-        from minimlir.tools._diagnostics import verify_located
+        from minimlir.compiler.diagnostics import verify_located
 
         start = time.perf_counter()
         try:
@@ -915,7 +915,7 @@ def _spec_from_json(items: list[dict] | None) -> list[TensorSpec] | None:
 
 def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -> dict[str, np.ndarray] | None:
     """The weights of a cache hit, or None when they cannot be had (then recompile)."""
-    from minimlir.frontend.params import ParamsFormatError, load_params
+    from minimlir.compiler.params import ParamsFormatError, load_params
 
     kind = meta.get("params")
     if kind == "stored":  # ONNX: the importer's weights, stored beside the entry
@@ -989,7 +989,7 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
     first for ONNX) unless `slot` is None, return the program."""
     from minimlir.backend import cache as _cache
     from minimlir.backend import runtime
-    from minimlir.frontend.params import save_params
+    from minimlir.compiler.params import save_params
     from minimlir.dialects import llvm_ext as _llvm_ext
 
     _llvm_ext.install_llvmlite_hooks()

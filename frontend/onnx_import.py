@@ -703,7 +703,7 @@ def import_onnx(
     """Import an ONNX model as a graph-dialect module with `func.func @main`.
 
     Returns the module and the weights (name -> array; empty with `embed_weights`). With
-    `params_path`, the weights are also written there (see `minimlir.frontend.params`).
+    `params_path`, the weights are also written there (see `minimlir.compiler.params`).
     Raises `OnnxImportError` for a malformed model and `UnsupportedModelError` (all problems at
     once) for a model using unsupported ops, attributes or dtypes.
     """
@@ -719,7 +719,7 @@ def import_onnx(
     cx.value_info = _collect_value_info(inferred)
     module = _build(cx)
     if params_path is not None:
-        from minimlir.frontend.params import save_params
+        from minimlir.compiler.params import save_params
 
         save_params(params_path, cx.params)
         module.attributes["graph.params_file"] = StringAttr(Path(params_path).name)

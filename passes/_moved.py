@@ -15,6 +15,10 @@ import sys
 import warnings
 
 MOVED: dict[str, str] = {
+    "minimlir.tools._pipeline": "minimlir.compiler.pass_manager",
+    "minimlir.tools._diagnostics": "minimlir.compiler.diagnostics",
+    "minimlir.passes._pipelines": "minimlir.compiler.pipelines",
+    "minimlir.frontend.params": "minimlir.compiler.params",
     "minimlir.passes.graph_fuse": "minimlir.passes.graph.fuse",
     "minimlir.passes._op_pattern": "minimlir.passes.graph._op_pattern",
     "minimlir.passes.graph_legalize": "minimlir.passes.graph.legalize",

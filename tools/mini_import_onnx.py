@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         check_support,
         import_onnx,
     )
-    from minimlir.frontend.params import save_params
+    from minimlir.compiler.params import save_params
 
     prog = "mini-import-onnx"
     try:

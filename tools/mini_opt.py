@@ -6,7 +6,7 @@
 
 Passes and dialects are discovered: every concrete `ModulePass` defined in a non-`_` module of
 `minimlir.passes` and every `Dialect` object in a module of `minimlir.dialects` is registered, next to all of
-xDSL's. Named pipelines come from `minimlir.passes._pipelines`. Bad input never gives a Python traceback: it
+xDSL's. Named pipelines come from `minimlir.compiler.pipelines`. Bad input never gives a Python traceback: it
 is reported as `file:line:col: error: …` and the exit code is 1.
 """
 
@@ -43,7 +43,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
-from minimlir.tools._diagnostics import (
+from minimlir.compiler.diagnostics import (
     DiagnosticEngine,
     PositionLoc,
     SourceFile,
@@ -52,7 +52,7 @@ from minimlir.tools._diagnostics import (
     position_of,
     verify_located,
 )
-from minimlir.tools._pipeline import (
+from minimlir.compiler.pass_manager import (
     IROptions,
     PassCrash,
     PassFailure,
@@ -120,7 +120,7 @@ def our_dialects() -> list[Dialect]:
 
 def named_pipelines() -> dict[str, tuple[str, str]]:
     """Registered named pipelines: name -> (pipeline text, description)."""
-    from minimlir.passes._pipelines import PIPELINES
+    from minimlir.compiler.pipelines import PIPELINES
 
     return {name: (entry[0], entry[1]) for name, entry in PIPELINES.items()}
 

@@ -154,7 +154,7 @@ def test_missing_param():
 
 
 def test_params_file(tmp_path):
-    from minimlir.frontend.params import save_params
+    from minimlir.compiler.params import save_params
 
     path = tmp_path / "m.params"
     save_params(path, {"w": W})
@@ -273,7 +273,7 @@ def test_pass_failure_is_a_located_compile_error():
     assert message.startswith("m.mlir:2:8: error: failed to bufferize operation 'graph.constant'")
     assert message.endswith("note: pass 'graph-bufferize' failed")
     assert info.value.pass_name == "graph-bufferize"
-    from minimlir.tools._pipeline import PassFailure
+    from minimlir.compiler.pass_manager import PassFailure
 
     assert not isinstance(info.value, PassFailure)
 

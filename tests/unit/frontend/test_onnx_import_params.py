@@ -12,7 +12,7 @@ from onnx import numpy_helper as nh
 
 from minimlir.dialects import graph
 from minimlir.frontend.onnx_import import OnnxImportError, import_onnx
-from minimlir.frontend.params import ALIGNMENT, MAGIC, ParamsFormatError, load_params, read_index, save_params
+from minimlir.compiler.params import ALIGNMENT, MAGIC, ParamsFormatError, load_params, read_index, save_params
 
 
 def sample():

@@ -11,7 +11,7 @@ import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcas
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule.api import const_index
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes._pipelines import PIPELINES
+from minimlir.compiler.pipelines import PIPELINES
 from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
 
 native_ok, native_reason = H.native_status()

@@ -5,7 +5,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, NameLoc, StringAttr, 
 from xdsl.utils.test_value import create_ssa_value
 
 from minimlir.passes._diagnostics import Diagnostic, format_location
-from minimlir.tools._diagnostics import SourceFile, check_expected, parse_expected, render
+from minimlir.compiler.diagnostics import SourceFile, check_expected, parse_expected, render
 
 SOURCE = """\
 func.func @f() {
@@ -95,7 +95,7 @@ def test_located_verifier_finds_the_failing_op():
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.test import TestOp
 
-    from minimlir.tools._diagnostics import LocatedVerifyException, verify_located
+    from minimlir.compiler.diagnostics import LocatedVerifyException, verify_located
 
     a = create_ssa_value(i32)
     bad = AddiOp.create(operands=[a], result_types=[i32])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from xdsl.passes import ModulePass
 
-from minimlir.passes._pipelines import PIPELINES
+from minimlir.compiler.pipelines import PIPELINES
 from minimlir.tools.mini_opt import MiniOptMain, main, our_dialects, our_passes, pass_summary
 
 PLUGIN = str(Path(__file__).parents[2] / "lit" / "tools" / "mini-opt" / "Inputs" / "test_passes.py")

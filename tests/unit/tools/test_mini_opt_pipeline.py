@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import Func
 from xdsl.passes import ModulePass
 
-from minimlir.tools._pipeline import (
+from minimlir.compiler.pass_manager import (
     NestEntry,
     NestStep,
     PassEntry,

@@ -1,4 +1,4 @@
-// A registered named pipeline (passes/_pipelines.py) is usable by name, alone or inside a pipeline.
+// A registered named pipeline (compiler/pipelines.py) is usable by name, alone or inside a pipeline.
 // RUN: mini-opt %s -p cleanup | filecheck %s
 // RUN: mini-opt %s --pass-pipeline='builtin.module(func.func(cse),cleanup)' | filecheck %s
 // RUN: mini-opt %s -p cleanup --print-ir-after-all 2>&1 >/dev/null | filecheck %s --check-prefix=EXPANDED

@@ -6,7 +6,7 @@ An anchor `op.name(...)` runs its inner pipeline on every op of that name direct
 (MLIR's nested pass managers; `any(...)` matches every child). A module pass only knows `ModuleOp`, so a
 non-module anchor op is moved into a scratch `builtin.module`, the passes run on that, and whatever the scratch
 module holds afterwards goes back in the op's place. Anchors must be IsolatedFromAbove, as in MLIR. A named
-pipeline (minimlir.passes._pipelines) is expanded in place.
+pipeline (minimlir.compiler.pipelines) is expanded in place.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import DiagnosticException
 
-from minimlir.tools._diagnostics import verify_located
+from minimlir.compiler.diagnostics import verify_located
 
 # --- syntax -------------------------------------------------------------------------------------------
 
