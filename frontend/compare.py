@@ -71,6 +71,7 @@ class ValueDiff:
     want: float | None = None  # onnxruntime's value there
     kernels: list[str] = field(default_factory=list)  # in the compile that produced this value
     original_kernels: list[str] = field(default_factory=list)  # in the original model's compile
+    inputs: list[tuple[str, str]] = field(default_factory=list)  # first_wrong only: (input, how it compares)
 
     @property
     def ok(self) -> bool:
@@ -113,7 +114,7 @@ class Report:
         lines: list[str] = []
         d = self.first_wrong
         if d is not None:
-            lines.append(f"first wrong node: '{d.node}' ({d.op_type}), node #{d.index} of {self.nodes}, "
+            lines.append(f"first wrong node: '{d.node}' ({d.op_type}), node {d.index + 1} of {self.nodes}, "
                          f"output '{d.output}'")
             shape = f"{d.dtype}[{', '.join(map(str, d.shape))}]"
             if d.shape != d.reference_shape:
@@ -130,6 +131,8 @@ class Report:
             lines.append(f"  kernel: {_kernels(d.original_kernels)} (original compile)")
             how = "every intermediate exposed" if self.method == "expose" else "the graph cut after this node"
             lines.append(f"  kernel: {_kernels(d.kernels)} (compile with {how})")
+            for name, how in d.inputs:
+                lines.append(f"  input '{name}': {how}")
         elif not self.ok:
             bad = [o for o in self.outputs if not o.ok]
             lines.append("outputs differ, but no single node was found: " + ", ".join(
@@ -493,7 +496,31 @@ def compare_with_onnxruntime(
         report.method = "bisect"
         _bisect(report, proto, nodes, types, graph_outputs, feeds, reference, diff, cache, num_threads,
                 original_bad=not all(d.ok for d in outputs))
+    if report.first_wrong is not None:
+        _describe_inputs(report, proto, producer)
     return report
+
+
+def _describe_inputs(report: Report, proto: onnx.ModelProto, producer: Mapping[str, _Node]) -> None:
+    """How each input of the first wrong node compares: it is the first when all of them match."""
+    wrong = report.first_wrong
+    assert wrong is not None
+    node = proto.graph.node[wrong.index]
+    compared = {d.output: d for d in report.values}
+    inits = {t.name for t in proto.graph.initializer}
+    for name in dict.fromkeys(i for i in node.input if i):
+        if name in compared:
+            d = compared[name]
+            src = f" (from '{producer[name].label}')" if name in producer else ""
+            state = "matches" if d.ok else "differs"
+            how = f"{state}{src}, max abs {_g(d.max_abs)}"
+        elif name in inits:
+            how = "a weight (the same for both)"
+        elif name in producer:
+            how = f"from '{producer[name].label}', not compared"
+        else:
+            how = "a graph input (the same feed for both)"
+        wrong.inputs.append((name, how))
 
 
 def _first_line(e: BaseException) -> str:
@@ -550,5 +577,6 @@ def _bisect(report: Report, proto, nodes: list[_Node], types, graph_outputs, fee
     values = run(hi)
     if values is None:  # the prefix does not compile: only the original compile's outputs say it differs
         return
-    report.values = values
     report.first_wrong = next((d for d in values if not d.ok), None)
+    before = [d for d in (tried.get(lo) or []) if d.output not in set(frontiers[hi])]  # the last matching cut
+    report.values = sorted([*before, *values], key=lambda d: d.index)
