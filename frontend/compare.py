@@ -463,10 +463,13 @@ def compare_with_onnxruntime(
     outputs = [diff(o, got[o], want[o], original_kernels) for o in graph_outputs]
     report = Report(rtol, atol, "expose", [], outputs, None, nodes=len(nodes))
 
+    read = {i for n in nodes for i in n.inputs} | set(graph_outputs)
     exposable: list[str] = []
     for n in nodes:
         for o in n.outputs:
-            if o in graph_outputs or o in types:
+            if o not in read:  # Dropout's mask, MaxPool's indices, ...: the importer may not make them
+                report.not_compared.append((o, "no node reads it"))
+            elif o in graph_outputs or o in types:
                 exposable.append(o)
             else:
                 report.not_compared.append((o, "its type is unknown to ONNX shape inference"))
@@ -537,11 +540,12 @@ def _bisect(report: Report, proto, nodes: list[_Node], types, graph_outputs, fee
     for k in range(len(nodes) - 1, -1, -1):
         later_inputs[k] = set(live)
         live |= set(nodes[k].inputs)
+    live_at_all = live  # every value some node reads, and the graph outputs
     produced: list[str] = []
     frontiers: list[list[str]] = []
     for k, n in enumerate(nodes):
         produced.extend(n.outputs)
-        frontiers.append([o for o in produced if (o in later_inputs[k] or o in n.outputs)
+        frontiers.append([o for o in produced if (o in later_inputs[k] or (o in n.outputs and o in live_at_all))
                           and (o in types or o in graph_outputs)])
     tried: dict[int, list[ValueDiff] | None] = {}
 
