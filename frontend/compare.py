@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import helper
 
 from minimlir.frontend.api import TensorSpec
 
