@@ -240,3 +240,21 @@ def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "first wrong node: 'act' (Relu), node 3 of 5, output 'a'" in out
     assert "shape: float32[4, 16]" in out
+
+
+def test_kernel_map_follows_groups_that_share_one_function():
+    # two identical fc -> bias -> relu groups: graph-fuse outlines one function and calls it twice
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+             for name, shape in (("W1", (8, 8)), ("W2", (8, 8)), ("b1", (8,)), ("b2", (8,)))]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h1"], name="fc1"),
+             helper.make_node("Add", ["h1", "b1"], ["a1"], name="bias1"),
+             helper.make_node("Relu", ["a1"], ["r1"], name="act1"),
+             helper.make_node("MatMul", ["r1", "W2"], ["h2"], name="fc2"),
+             helper.make_node("Add", ["h2", "b2"], ["a2"], name="bias2"),
+             helper.make_node("Relu", ["a2"], ["r2"], name="act2"),
+             helper.make_node("Softmax", ["r2"], ["y"], name="probs")]
+    g = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    assert cmp.kernel_map(m) == {i: ["fused_matmul_add_relu"] for i in range(6)} | {6: ["softmax_0"]}
