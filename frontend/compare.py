@@ -321,26 +321,49 @@ def _with_outputs(proto: onnx.ModelProto, node_count: int, outputs: Sequence[str
 class _Reference:
     """ONNX Runtime, graph optimizations off: each node's output is the node's own result."""
 
-    def __init__(self) -> None:
+    def __init__(self, notes: list[str]) -> None:
         try:
             import onnxruntime as ort
         except ImportError:
             raise CompareError("onnxruntime is not installed (pip install onnxruntime)") from None
         self.ort = ort
+        self.notes = notes
+        self.ir_version: int | None = None  # set when onnxruntime refused the model's IR version
 
     def run(self, proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import re
+
         opts = self.ort.SessionOptions()
         opts.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         opts.log_severity_level = 3
+        if self.ir_version is not None and proto.ir_version > self.ir_version:
+            proto = _with_ir_version(proto, self.ir_version)
         try:
             sess = self.ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-            names = [o.name for o in sess.get_outputs()]
-            used = {i.name for i in sess.get_inputs()}
+        except Exception as e:
+            # onnx.helper writes the newest IR version, which an older onnxruntime refuses although
+            # the ops (their opset) are the same: run it as the newest IR version it takes.
+            m = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", str(e))
+            if m is None or self.ir_version is not None:
+                raise CompareError(f"onnxruntime cannot load the model: {_first_line(e)}") from None
+            self.ir_version = int(m.group(2))
+            self.notes.append(f"onnxruntime supports IR version <= {self.ir_version}: the model (IR version "
+                              f"{m.group(1)}) ran on it as IR version {self.ir_version}")
+            return self.run(proto, feeds)
+        names = [o.name for o in sess.get_outputs()]
+        used = {i.name for i in sess.get_inputs()}
+        try:
             results = sess.run(names, {k: v for k, v in feeds.items() if k in used})
         except Exception as e:
-            text = str(e).strip().splitlines()
-            raise CompareError(f"onnxruntime cannot run the model: {text[0] if text else type(e).__name__}") from None
+            raise CompareError(f"onnxruntime cannot run the model: {_first_line(e)}") from None
         return dict(zip(names, (np.asarray(r) for r in results)))
+
+
+def _with_ir_version(proto: onnx.ModelProto, version: int) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    copy.ir_version = version
+    return copy
 
 
 def _minimlir(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray], cache: bool,
@@ -440,7 +463,8 @@ def compare_with_onnxruntime(
         raise CompareError("tolerances must be >= 0")
     proto = _load(model)
     feeds = check_feeds(input_specs(proto), feeds)
-    reference = _Reference()
+    notes: list[str] = []
+    reference = _Reference(notes)
     nodes = _nodes(proto)
     types = _types(proto)
     graph_outputs = [vi.name for vi in proto.graph.output]
@@ -461,7 +485,7 @@ def compare_with_onnxruntime(
             original_kernels=list(original_kernels.get(n.index, [])) if n else [], **d)
 
     outputs = [diff(o, got[o], want[o], original_kernels) for o in graph_outputs]
-    report = Report(rtol, atol, "expose", [], outputs, None, nodes=len(nodes))
+    report = Report(rtol, atol, "expose", [], outputs, None, nodes=len(nodes), notes=notes)
 
     read = {i for n in nodes for i in n.inputs} | set(graph_outputs)
     exposable: list[str] = []
