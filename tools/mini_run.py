@@ -75,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
     a("--compare", default=None, choices=["onnxruntime"], metavar="onnxruntime",
       help="run the .onnx model on minimlir and onnxruntime; print the first node whose output differs")
-    a("--rtol", type=float, default=1e-3, metavar="R", help="--compare: relative tolerance (default 1e-3)")
-    a("--atol", type=float, default=1e-4, metavar="A", help="--compare: absolute tolerance (default 1e-4)")
+    a("--rtol", type=float, default=None, metavar="R", help="--compare: relative tolerance (default 1e-3)")
+    a("--atol", type=float, default=None, metavar="A", help="--compare: absolute tolerance (default 1e-4)")
     return p
 
 
@@ -238,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
     dims = parse_dims(args.dim)
     if args.compare:
         return run_compare(args, path, dims)
+    if args.rtol is not None or args.atol is not None:
+        raise UsageError("--rtol/--atol only apply with --compare")
 
     def print_ir(stage: str, text: str) -> None:
         header = "Input" if stage == "input" else f"After {stage}"
@@ -316,7 +318,9 @@ def run_compare(args: argparse.Namespace, path: Path, dims: dict[str, int]) -> i
         raise UsageError(f"{', '.join(flags)}: not with --compare")
     if path.suffix == ".mlir":
         raise UsageError("--compare onnxruntime needs an .onnx model (onnxruntime cannot run .mlir)")
-    if args.rtol < 0 or args.atol < 0:
+    rtol = 1e-3 if args.rtol is None else args.rtol
+    atol = 1e-4 if args.atol is None else args.atol
+    if rtol < 0 or atol < 0:
         raise UsageError("--rtol/--atol must be >= 0")
     specs = input_specs(path)
     given = collect_inputs(specs, args.input)
@@ -328,7 +332,7 @@ def run_compare(args: argparse.Namespace, path: Path, dims: dict[str, int]) -> i
     missing = [s.name for s in specs if s.name not in given]
     if missing:
         raise UsageError(f"missing input(s): {', '.join(missing)} (give --input NAME=FILE.npy or --random-inputs)")
-    report = compare_with_onnxruntime(path, given, args.rtol, args.atol, cache=not args.no_cache,
+    report = compare_with_onnxruntime(path, given, rtol, atol, cache=not args.no_cache,
                                       num_threads=args.num_threads)
     print(report.format())
     sys.stdout.flush()

@@ -233,6 +233,8 @@ def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
     assert "--benchmark: not with --compare" in capsys.readouterr().err
     assert mini_run.main([*args, "--rtol", "-1"]) == 1
     assert "--rtol/--atol must be >= 0" in capsys.readouterr().err
+    assert mini_run.main([str(path), "--random-inputs", "--atol", "1e-3"]) == 1
+    assert "--rtol/--atol only apply with --compare" in capsys.readouterr().err
     onnx.save(models.unsupported(), tmp_path / "u.onnx")
     assert mini_run.main(["--compare", "onnxruntime", str(tmp_path / "u.onnx"), "--random-inputs"]) == 1
     err = capsys.readouterr().err
