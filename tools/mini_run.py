@@ -3,6 +3,7 @@
     mini-run examples/add_relu.mlir --input x=x.npy --input y='[[1, -2], [3, -4]]'
     mini-run examples/conv_add_relu.mlir --random-inputs --seed 0 --dim batch=2 --benchmark 100
     mini-run model.onnx --random-inputs --output-dir out/ --print-ir-after-all 2> stages.mlir
+    mini-run --compare onnxruntime model.onnx --random-inputs --dim batch=2 --rtol 1e-3 --atol 1e-4
 
 Inputs: `--input NAME=FILE.npy`, `--input NAME=LITERAL` (a Python list/number, converted to the input's
 dtype), or `--input FILE.npy` (the next input by position). `--random-inputs` fills every input not given
@@ -12,6 +13,10 @@ The default pipeline (`compile`; `graph-to-llvm` if absent) runs unless the file
 Output, per result: a header line `NAME: DTYPE[D0, D1, ...] min=... max=... mean=...` (no statistics for
 empty tensors, bool counts `true=K`), then the values as NumPy prints them (summarised past 64 elements).
 `--benchmark N` adds `benchmark: N runs, median X ms, min Y ms` (after one warm-up run).
+`--compare onnxruntime` (ONNX models) runs the model on minimlir and on ONNX Runtime, compares every
+node output and prints the first node beyond tolerance (name, op, output, shape, max abs/rel error, the
+kernel it was fused into), exit code 1; or a one-line summary with the worst error, exit code 0
+(minimlir.frontend.compare).
 Any error (missing file, malformed IR, unknown entry, bad input) is one `error:` line on stderr, exit code 1;
 `MINIMLIR_TRACEBACK=1` adds the traceback.
 """
@@ -68,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     a("--no-cache", action="store_true", help="do not use the JIT's disk cache")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
+    a("--compare", default=None, choices=["onnxruntime"], metavar="onnxruntime",
+      help="run the .onnx model on minimlir and onnxruntime; print the first node whose output differs")
+    a("--rtol", type=float, default=None, metavar="R", help="--compare: relative tolerance (default 1e-3)")
+    a("--atol", type=float, default=None, metavar="A", help="--compare: absolute tolerance (default 1e-4)")
     return p
 
 
@@ -227,6 +236,10 @@ def run(args: argparse.Namespace) -> int:
     if args.num_threads is not None and args.num_threads < 1:
         raise UsageError("--num-threads N: N must be >= 1")
     dims = parse_dims(args.dim)
+    if args.compare:
+        return run_compare(args, path, dims)
+    if args.rtol is not None or args.atol is not None:
+        raise UsageError("--rtol/--atol only apply with --compare")
 
     def print_ir(stage: str, text: str) -> None:
         header = "Input" if stage == "input" else f"After {stage}"
@@ -289,6 +302,43 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_NOT_WITH_COMPARE = {
+    "entry": "--entry", "params": "--params", "output_dir": "--output-dir", "benchmark": "--benchmark",
+    "pipeline": "--pipeline", "print_ir_after_all": "--print-ir-after-all", "dump_ir": "--dump-ir",
+    "remarks": "--remarks",
+}
+
+
+def run_compare(args: argparse.Namespace, path: Path, dims: dict[str, int]) -> int:
+    """`--compare onnxruntime`: print the first wrong node (exit 1) or the worst match (exit 0)."""
+    from minimlir.frontend.compare import compare_with_onnxruntime, input_specs
+
+    flags = [flag for key, flag in _NOT_WITH_COMPARE.items() if getattr(args, key)]
+    if flags:
+        raise UsageError(f"{', '.join(flags)}: not with --compare")
+    if path.suffix == ".mlir":
+        raise UsageError("--compare onnxruntime needs an .onnx model (onnxruntime cannot run .mlir)")
+    rtol = 1e-3 if args.rtol is None else args.rtol
+    atol = 1e-4 if args.atol is None else args.atol
+    if rtol < 0 or atol < 0:
+        raise UsageError("--rtol/--atol must be >= 0")
+    specs = input_specs(path)
+    given = collect_inputs(specs, args.input)
+    assert isinstance(given, dict)
+    if args.random_inputs:
+        given = random_inputs(specs, given, dims, args.seed)
+    elif dims:
+        raise UsageError("--dim only applies with --random-inputs")
+    missing = [s.name for s in specs if s.name not in given]
+    if missing:
+        raise UsageError(f"missing input(s): {', '.join(missing)} (give --input NAME=FILE.npy or --random-inputs)")
+    report = compare_with_onnxruntime(path, given, rtol, atol, cache=not args.no_cache,
+                                      num_threads=args.num_threads)
+    print(report.format())
+    sys.stdout.flush()
+    return 0 if report.ok else 1
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "output"
 
@@ -296,6 +346,7 @@ def _safe(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from minimlir.frontend.api import CompileError, InputError, OnnxImportError, UnsupportedModelError
+    from minimlir.frontend.compare import CompareError
 
     try:
         return run(args)
@@ -303,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{str(e).strip().splitlines()[0]}\n")
     except UnsupportedModelError as e:
         sys.stderr.write(f"mini-run: error: {str(e).rstrip()}\n")
-    except (UsageError, InputError, OnnxImportError, FileNotFoundError) as e:
+    except (UsageError, InputError, OnnxImportError, CompareError, FileNotFoundError) as e:
         sys.stderr.write(f"mini-run: error: {_one_line(e)}\n")
     except KeyboardInterrupt:
         return 130
