@@ -209,11 +209,7 @@ class FunctionDims:
             return
         if not dynamic or op.dialect_name() != "graph":
             return
-        from minimlir.passes.graph_legalize import _load_legalizations
-        from minimlir.passes._legalize_common import LEGALIZATIONS
-
-        _load_legalizations()
-        leg = LEGALIZATIONS.get(type(op))
+        leg = _legalizations().get(type(op))
         exprs: list[S.Expr] = []
         if leg is not None:
             g = SymbolicGraphDims(self, op)
@@ -223,6 +219,20 @@ class FunctionDims:
                 exprs = []
             g.discard_scratch()
         self._set(op.results, exprs)
+
+
+_LOADED: list = []
+
+
+def _legalizations() -> dict:
+    if not _LOADED:  # the legalization modules register themselves when imported
+        from minimlir.passes.graph_legalize import _load_legalizations
+
+        _load_legalizations()
+        _LOADED.append(True)
+    from minimlir.passes._legalize_common import LEGALIZATIONS
+
+    return LEGALIZATIONS
 
 
 class SymbolicGraphDims(GraphDims):
