@@ -522,8 +522,11 @@ def failed_check(checks: Iterable[Mapping[str, str]],
     env: dict[str, int] = {}
     where: dict[str, tuple[int, str, int]] = {}  # symbol -> (input position, input name, dim)
     for k, (name, dim_names, shape) in enumerate(inputs):
-        for i, (n, d) in enumerate(zip(dim_names, shape)):
-            if n and n not in env:
+        names = list(dim_names)
+        for i, d in enumerate(shape):
+            # an unnamed dim is the fresh symbol the importer / graph-infer-dims would give it
+            n = (names[i] if i < len(names) else "") or f"{name}.dim{i}"
+            if n not in env:
                 env[n] = int(d)
                 where[n] = (k, name, i)
     memo: dict[Expr, int] = {}

@@ -21,6 +21,7 @@ IR (what a reader sees, and what `mini-opt` round-trips):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
@@ -69,11 +70,9 @@ class DimCheck:
 
 def _loc_name(op: Operation) -> str:
     loc = getattr(op, "location", None)
-    text = str(loc) if loc is not None else ""
-    # loc("Add_1"("m.onnx":2:0)) -> Add_1
-    if text.startswith('loc("'):
-        return text[5:].split('"', 1)[0]
-    return ""
+    # loc("Add_1"("m.onnx":2:0)) -> Add_1 (a named location: the ONNX node); file:line:col: ""
+    m = re.match(r'loc\("((?:[^"\\]|\\.)*)"\(', str(loc) if loc is not None else "")
+    return m.group(1) if m else ""
 
 
 def arg_dim_names(f: func.FuncOp) -> list[list[str]]:

@@ -92,6 +92,10 @@ def simplify_function(f: func.FuncOp) -> int:
         if isinstance(op, graph.DimOp | arith.ConstantOp) or op.dialect_name() == "arith":
             if all(not r.uses for r in op.results) and is_side_effect_free(op):
                 Rewriter.erase_op(op)
+    for op in list(reversed(built)):  # built for a value that only fed the dead computations
+        if all(not r.uses for r in op.results):
+            Rewriter.erase_op(op)
+            built.remove(op)
     return len(built)
 
 
