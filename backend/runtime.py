@@ -75,6 +75,10 @@ class ArgumentError(ValueError):
     """A call's arguments do not fit the compiled function (raised before native code runs)."""
 
 
+class DimCheckError(ArgumentError):
+    """The inputs' dims break a symbolic constraint of the model (`graph.dim_checks`)."""
+
+
 class NativeError(RuntimeError):
     """The native function returned a non-zero status."""
 
@@ -150,7 +154,12 @@ def function_metadata(f: func.FuncOp) -> dict[str, Any]:
         raise ArgumentError(
             f"function @{f.sym_name.data}: several scalar results are not supported by the runtime"
         )
-    return {"abi": abi, "args": args, "results": results}
+    from minimlir.passes._symbolic_dims import checks_of
+
+    meta: dict[str, Any] = {"abi": abi, "args": args, "results": results}
+    if checks := checks_of(f):
+        meta["dim_checks"] = checks  # symbolic constraints on the inputs' dims (graph-infer-dims)
+    return meta
 
 
 def collect_metadata(module: ModuleOp, entry: str | Sequence[str] | None = None) -> dict[str, Any]:
@@ -329,6 +338,7 @@ class NativeFunction:
         keep: list[np.ndarray] = []  # arrays whose memory the call uses
         native: list[Any] = []
         dims_seen: dict[str, tuple[int, str]] = {}
+        given_shapes: list[tuple[str, Any, tuple[int, ...]]] = []
         for a in self.meta["args"]:
             if a["param"] is not None:
                 what = f"param '{a['param']}'"
@@ -349,9 +359,16 @@ class NativeFunction:
                         f"{what}: dim {k} ('{n}') is {d} but {other} has '{n}' = {other_d}"
                     )
                 dims_seen.setdefault(n, (d, what))
+            if a["param"] is None:
+                given_shapes.append((a["name"], a.get("dim_names") or (), arr.shape))
             keep.append(arr)
             native.append(arr.ctypes.data)
             native.extend(d for d, s in zip(arr.shape, a["shape"]) if s is None)
+        if self.meta.get("dim_checks"):
+            from minimlir.dialects._shapes import failed_check
+
+            if (msg := failed_check(self.meta["dim_checks"], given_shapes)) is not None:
+                raise DimCheckError(msg)
         if self.meta["abi"] != "entry":
             if out is not None:
                 raise ArgumentError(f"{self.name}() has no memref results: out= is not allowed")

@@ -31,11 +31,11 @@ PIPELINES: dict[str, NamedPipeline] = {
         "Everything after graph-bufferize: plan buffers into an arena, then lower to the llvm dialect.",
     ),
     "graph-to-llvm": NamedPipeline(
-        "graph-legalize,graph-bufferize,mem-to-llvm",
+        "graph-infer-dims,graph-legalize,graph-simplify-dims,graph-bufferize,mem-to-llvm",
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile": NamedPipeline(
-        "graph-fuse,graph-legalize,loop-fuse,loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,"
+        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,loop-schedule,graph-simplify-dims,graph-bufferize,mem-plan,loop-outline-parallel,"
         "convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm",
         "The default compile pipeline: fuse, legalize, fuse kernels, default schedule (tiles, vectors, "
         "parallel loops), bufferize, plan, lower to llvm with parallel loops on libgomp.",

@@ -657,9 +657,12 @@ class CompiledModel:
             out = list(out)
             if self.outputs is not None and len(out) != len(self.outputs):
                 raise InputError(f"out=: {len(self.outputs)} output array(s) expected, got {len(out)}")
-            result = self._fn(*arrays, out=out)
-        else:
-            result = self._fn(*arrays)
+        from minimlir.backend.runtime import DimCheckError
+
+        try:
+            result = self._fn(*arrays, out=out) if out is not None else self._fn(*arrays)
+        except DimCheckError as e:  # the inputs' dims break the model's symbolic constraints
+            raise InputError(str(e)) from None
         if isinstance(result, (list, tuple)):
             return list(result)
         return [result]

@@ -775,7 +775,8 @@ def _build(cx: Importer) -> ModuleOp:
             continue
         arg_types.append(TensorType(_DTYPES[elem_type][1], shape))
         attrs: dict[str, Attribute] = {"graph.name": StringAttr(vi.name)}
-        if DYNAMIC in shape:
+        if DYNAMIC in shape:  # every dynamic dim is a symbol: its dim_param, or a fresh name
+            names = [n or (f"{vi.name}.dim{i}" if d == DYNAMIC else "") for i, (n, d) in enumerate(zip(names, shape))]
             attrs["graph.dim_names"] = ArrayAttr([StringAttr(n) for n in names])
         arg_attrs.append(DictionaryAttr(attrs))
         arg_names.append(vi.name)
@@ -852,6 +853,9 @@ def _build(cx: Importer) -> ModuleOp:
         res_attrs=ArrayAttr(res_attrs),
     )
     module = ModuleOp([fn])
+    from minimlir.passes._symbolic_dims import annotate
+
+    annotate(fn)  # graph.dims / graph.dim_checks: the symbolic dims a reader sees
     try:
         module.verify()
     except Exception as e:

@@ -96,10 +96,13 @@ def is_graph_function(op: Operation) -> bool:
     return isinstance(op, func.FuncOp) and not is_kernel(op) and bool(op.body.blocks)
 
 
-def last_use_in_block(buffer: SSAValue, block: Block) -> Operation | None:
+def last_use_in_block(buffer: SSAValue, block: Block,
+                      order: dict[Operation, int] | None = None) -> Operation | None:
     """The last op of `block` that uses `buffer` or an alias of it (a memref result of a user, such
-    as a mem.view), or an op nested in such an op. `mem.dim` is not a use: dims need no memory."""
-    order = {op: k for k, op in enumerate(block.ops)}
+    as a mem.view), or an op nested in such an op. `mem.dim` is not a use: dims need no memory.
+    `order` (op -> position in `block`) may be given when asking for many buffers."""
+    if order is None:
+        order = {op: k for k, op in enumerate(block.ops)}
     last: Operation | None = None
     work, seen = [buffer], set[SSAValue]()
     while work:
@@ -361,10 +364,11 @@ class _FunctionBufferizer:
 
     def _insert_deallocs(self) -> None:
         after: dict[Operation, Operation] = {}  # last use -> the last dealloc placed after it
+        order = {op: k for k, op in enumerate(self.block.ops)}  # deallocs added below are never last uses
         for alloc in self.owned:
             if alloc.result in self.results:
                 continue
-            last = last_use_in_block(alloc.result, self.block) or alloc
+            last = last_use_in_block(alloc.result, self.block, order) or alloc
             dealloc = mem.DeallocOp(alloc.result)
             dealloc.location = alloc.location
             if isinstance(last, func.ReturnOp):

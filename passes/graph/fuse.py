@@ -326,7 +326,11 @@ def _body_key(prim: func.FuncOp) -> str:
 
 
 def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
-             outlined: dict[str, str] | None = None) -> None:
+             outlined: dict[str, str] | None = None,
+             order: dict[Operation, int] | None = None) -> None:
+    # `order`: op -> position, taken once before outlining (outlining keeps the relative order
+    # of the remaining ops); without it each position is counted (linear per op)
+    _position = order.__getitem__ if order is not None else _op_position
     ops = [m.op for m in members]
     member_set = set(ops)
     inputs: list[SSAValue] = []
@@ -371,7 +375,9 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
     # Block order is a topological order: shape ops and members cloned in it stay valid.
     for op in sorted([*slice_ops, *ops], key=_position):
-        body.add_op(op.clone(value_mapper=mapping))
+        clone = op.clone(value_mapper=mapping)
+        clone.attributes.pop("graph.dims", None)  # the caller's symbolic dims, not the body's
+        body.add_op(clone)
     body.add_op(func.ReturnOp(*[mapping[r] for r in outputs]))
     prim.sym_visibility = StringAttr("private")
     prim.attributes[PRIMITIVE_ATTR] = UnitAttr()
@@ -399,7 +405,7 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
         fn.parent.insert_op_before(prim, fn)
 
 
-def _position(op: Operation) -> int:
+def _op_position(op: Operation) -> int:
     assert op.parent is not None
     return op.parent.get_operation_index(op)
 
@@ -466,6 +472,7 @@ class GraphFusePass(ModulePass):
             groups = fuser.run()
             if self.explain:
                 fuser.explain()
+            order = {o: k for k, o in enumerate(fn.body.block.ops)}
             for members in sorted(groups, key=lambda ms: ms[-1].index):
-                _outline(members, fn, used_names, outlined)
+                _outline(members, fn, used_names, outlined, order)
             _topo_sort(fn.body.block, fn)

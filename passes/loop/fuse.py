@@ -281,7 +281,13 @@ class _CallerDims:
         if d >= 0:
             res = self._emit(arith.ConstantOp(IntegerAttr(d, IndexType())))
         elif v in self.args:
-            res = self._emit(graph.DimOp(self.args[v], i))
+            a = self.args[v]
+            if isinstance(a.owner, graph.CallKernelOp):  # the caller knows that dim already
+                types = [r.type for r in a.owner.outputs]
+                k = list(a.owner.outputs).index(a)
+                res = a.owner.dims[_dynamic_positions(types).index((k, i))]
+            else:
+                res = self._emit(graph.DimOp(a, i))
         elif isinstance(owner, graph.CallKernelOp):
             types = [r.type for r in owner.outputs]
             k = list(owner.outputs).index(v)
@@ -299,6 +305,8 @@ class _CallerDims:
         op = v.owner
         if isinstance(op, graph.DimOp):
             res = self.dim(op.input, op.index.value.data)
+        elif isinstance(op, arith.MaxSIOp | arith.MinSIOp) and self.index(op.lhs) is self.index(op.rhs):
+            res = self.index(op.lhs)  # broadcasting a dim with itself is that dim
         elif isinstance(op, _INDEX_OPS):
             new = op.clone(value_mapper={o: self.index(o) for o in op.operands})
             res = self._emit(new)

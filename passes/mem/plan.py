@@ -84,6 +84,8 @@ from minimlir.passes.graph.bufferize import RESULT_SLOT_ATTR, is_graph_function
 ARENA_ALIGNMENT = mem.DEFAULT_ALIGNMENT
 """What mem.arena guarantees for its base address."""
 
+_COMMUTATIVE = (arith.AddiOp, arith.MuliOp, arith.MaxSIOp, arith.MinSIOp)
+
 
 # ============================================================================================
 # The planners (pure functions, unit-tested on their own)
@@ -182,7 +184,8 @@ class _FunctionPlanner:
         self.alignment = alignment
         self.order = {op: k for k, op in enumerate(self.block.ops)}
         self.rewriter = PatternRewriter(InsertPoint.at_start(self.block))
-        self.keys: dict[SSAValue, object] = {}
+        self.keys: dict[SSAValue, int] = {}
+        self.interned: dict[tuple, int] = {}
 
     # -- liveness ----------------------------------------------------------------------------
 
@@ -242,8 +245,10 @@ class _FunctionPlanner:
             return None
         if op.regions or not is_side_effect_free(op):
             return None
-        for o in op.operands:
-            if self._available(o) is None:
+        for k in range(len(op.operands)):
+            # re-read the operand: making an earlier one available may have replaced this one too
+            # (`arith.maxsi %d, %d` where %d is a mem.dim that was just replaced)
+            if self._available(op.operands[k]) is None:
                 return None
         # every operand is now defined before the arena point (or replaced by such a value)
         op.detach()
@@ -255,20 +260,32 @@ class _FunctionPlanner:
         op.location = self.arena_point.location
         self.before.add(op)
 
-    def _key(self, v: SSAValue) -> object:
-        """Structural identity of an index value (equal keys: equal values at run time)."""
-        if v not in self.keys:
-            if isinstance(v, BlockArgument):
-                key: object = ("arg", v.index)
-            else:
-                op = v.owner
-                assert isinstance(op, Operation)
-                props = tuple(sorted((k, str(a)) for k, a in op.properties.items()))
-                attrs = tuple(sorted((k, str(a)) for k, a in op.attributes.items()))
-                key = (op.name, props, attrs, tuple(self._key(o) for o in op.operands),
-                       v.index if hasattr(v, "index") else 0)
-            self.keys[v] = key
-        return self.keys[v]
+    def _key(self, v: SSAValue) -> int:
+        """Structural identity of an index value (equal keys: equal values at run time), as a
+        hash-consed id: each value's key is built once from its operands' ids, so the work is
+        linear in the number of values however much the dims share (a tree of them, printed, would
+        double at every broadcasting op). Commutative ops ignore operand order and
+        `maxsi`/`minsi` of a value with itself is that value."""
+        key = self.keys.get(v)
+        if key is not None:
+            return key
+        if isinstance(v, BlockArgument):
+            node: tuple = ("arg", v.index)
+        else:
+            op = v.owner
+            assert isinstance(op, Operation)
+            ids = tuple(self._key(o) for o in op.operands)
+            if isinstance(op, arith.MaxSIOp | arith.MinSIOp) and ids[0] == ids[1]:
+                self.keys[v] = ids[0]
+                return ids[0]
+            if isinstance(op, _COMMUTATIVE):
+                ids = tuple(sorted(ids))
+            props = tuple(sorted((k, str(a)) for k, a in op.properties.items()))
+            attrs = tuple(sorted((k, str(a)) for k, a in op.attributes.items()))
+            node = (op.name, props, attrs, ids, v.index if hasattr(v, "index") else 0)
+        key = self.interned.setdefault(node, len(self.interned))
+        self.keys[v] = key
+        return key
 
     def _describe(self, v: SSAValue) -> str:
         if isinstance(v.owner, arith.ConstantOp):
@@ -318,8 +335,7 @@ class _FunctionPlanner:
         sizes = [b.bytes_per_elem for b in static]
         offsets, static_size = plan_static(sizes, [b.lifetime for b in static], align)
 
-        keys = [(b.bytes_per_elem, tuple(sorted((self._key(d) for d in b.dims), key=repr)))
-                for b in dynamic]
+        keys = [(b.bytes_per_elem, tuple(sorted(self._key(d) for d in b.dims))) for b in dynamic]
         slot_of = share_slots(keys, [b.lifetime for b in dynamic])
         n_slots = max(slot_of, default=-1) + 1
 

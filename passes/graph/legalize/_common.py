@@ -66,6 +66,11 @@ class Legalization:
         )
 
 
+def _count_dynamic(t) -> int:
+    """How many `?` dims a tensor type has."""
+    return sum(1 for d in t.get_shape() if d < 0)
+
+
 def legalizes(*op_types: type[Operation]):
     """Class decorator: register an instance of the Legalization for these graph op classes."""
 
@@ -109,6 +114,14 @@ class GraphDims:
         d = value.type.get_shape()[i]
         if d >= 0:
             return d
+        if isinstance(value.owner, graph.CallKernelOp):
+            # a result of an op legalized before: its dims are operands of that call (this keeps
+            # every dim an expression of the arguments' dims, so equal dims are equal values)
+            call = value.owner
+            types = [r.type for r in call.outputs]
+            k = list(call.outputs).index(value)
+            pos = sum(_count_dynamic(t) for t in types[:k]) + value.type.get_shape()[:i].count(d)
+            return call.dims[pos]
         if (value, i) not in self._dims:
             self._dims[(value, i)] = self._emit(graph.DimOp(value, i))
         return self._dims[(value, i)]
@@ -132,6 +145,7 @@ class GraphDims:
                 return d
         if not candidates:
             raise ValueError(f"cannot infer dynamic dim {i} of {op.name}'s result")
+        candidates = list(dict.fromkeys(candidates))  # broadcasting a dim with itself: that dim
         if len(candidates) == 1:
             return candidates[0]
         # NumPy broadcasting of `?` with `?`: max (a 1 broadcasts to the other size).
@@ -176,9 +190,13 @@ class GraphDims:
         return self._fold2(a, b, lambda x, y: -(-x // y), arith.CeilDivSIOp)
 
     def max(self, a: Index, b: Index) -> Index:
+        if a is b:
+            return a
         return self._fold2(a, b, max, arith.MaxSIOp)
 
     def min(self, a: Index, b: Index) -> Index:
+        if a is b:
+            return a
         return self._fold2(a, b, min, arith.MinSIOp)
 
     def product(self, values: Sequence[Index]) -> Index:

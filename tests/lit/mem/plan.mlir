@@ -230,3 +230,33 @@ func.func private @kernel_scratch(%a: memref<16xf32>) attributes {loop.kernel} {
   mem.dealloc %t : memref<16xf32>
   func.return
 }
+
+// A dim broadcast with itself (`maxsi %d, %d`, as a broadcasting op's shape function builds it)
+// is that dim: %c's size `maxsi(maxsi(n, n), ...)` is %a's, so %c and %a (disjoint lifetimes)
+// share slot 0, and every buffer is planned (%b is not left on the heap because its maxsi read an
+// operand that moving the other operand had just replaced).
+// CHECK-LABEL: func.func @max_of_itself
+// CHECK:         mem.slot %{{.*}} {mem.dynamic_slot = 0 : i64}
+// CHECK:         mem.slot %{{.*}} {mem.dynamic_slot = 1 : i64}
+// CHECK:         mem.slot %{{.*}} {mem.dynamic_slot = 0 : i64}
+// CHECK:         mem.alloc(%{{.*}}) {mem.result_slot = 0 : i64}
+// expected-remark @+1 {{peak bytes: 0 + dynamic (3 buffers planned, 0 bytes before planning + dynamic); dynamic: 3 buffers in 2 slots after the static region, of 16 * x.dim0, 16 * m bytes}}
+func.func @max_of_itself(%x: memref<?x4xf32>) -> memref<?x4xf32> {
+  %n = mem.dim %x, 0 : memref<?x4xf32>
+  %a = mem.alloc(%n) : memref<?x4xf32>
+  func.call @kd(%x, %a) : (memref<?x4xf32>, memref<?x4xf32>) -> ()
+  %na = mem.dim %a, 0 : memref<?x4xf32>
+  %m = arith.maxsi %na, %na : index
+  %b = mem.alloc(%m) : memref<?x4xf32>
+  func.call @kd(%a, %b) : (memref<?x4xf32>, memref<?x4xf32>) -> ()
+  mem.dealloc %a : memref<?x4xf32>
+  %nb = mem.dim %b, 0 : memref<?x4xf32>
+  %m2 = arith.maxsi %nb, %nb : index
+  %c = mem.alloc(%m2) : memref<?x4xf32>
+  func.call @kd(%b, %c) : (memref<?x4xf32>, memref<?x4xf32>) -> ()
+  mem.dealloc %b : memref<?x4xf32>
+  %r = mem.alloc(%n) {mem.result_slot = 0 : i64} : memref<?x4xf32>
+  func.call @kd(%c, %r) : (memref<?x4xf32>, memref<?x4xf32>) -> ()
+  mem.dealloc %c : memref<?x4xf32>
+  func.return %r : memref<?x4xf32>
+}
