@@ -154,7 +154,7 @@ def function_metadata(f: func.FuncOp) -> dict[str, Any]:
         raise ArgumentError(
             f"function @{f.sym_name.data}: several scalar results are not supported by the runtime"
         )
-    from minimlir.passes._symbolic_dims import checks_of
+    from minimlir.passes.graph._symbolic_dims import checks_of
 
     meta: dict[str, Any] = {"abi": abi, "args": args, "results": results}
     if checks := checks_of(f):

@@ -853,7 +853,7 @@ def _build(cx: Importer) -> ModuleOp:
         res_attrs=ArrayAttr(res_attrs),
     )
     module = ModuleOp([fn])
-    from minimlir.passes._symbolic_dims import annotate
+    from minimlir.passes.graph._symbolic_dims import annotate
 
     annotate(fn)  # graph.dims / graph.dim_checks: the symbolic dims a reader sees
     try:

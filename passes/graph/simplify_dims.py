@@ -2,7 +2,7 @@
 
 Runs on graph-level functions after graph-legalize / loop-fuse (before graph-bufferize). Each
 top-level `index` value (graph.dim, arith on index: the shape functions graph-legalize emitted before
-each call) gets its symbolic expression (`minimlir.passes._symbolic_dims`); each distinct expression
+each call) gets its symbolic expression (`minimlir.passes.graph._symbolic_dims`); each distinct expression
 is built once at the start of the function, from `graph.dim` of the argument that names each symbol,
 and every value with that expression is replaced by it. So equal dims are one SSA value: the
 allocation sizes and loop bounds after bufferization, mem-plan's slot sharing (two buffers whose
@@ -38,7 +38,7 @@ from xdsl.traits import is_side_effect_free
 from minimlir.dialects import _shapes as S
 from minimlir.dialects import graph
 from minimlir.dialects.loop import is_kernel
-from minimlir.passes._symbolic_dims import FunctionDims, is_opaque
+from minimlir.passes.graph._symbolic_dims import FunctionDims, is_opaque
 
 _OPS = {
     "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "fdiv": arith.FloorDivSIOp,

@@ -9,7 +9,7 @@ Each op with a dynamic tensor result gets `graph.dims`: one expression per `?` o
 order (`?` where the dim is read from tensor data). The function gets `graph.dim_checks`: what the
 inputs must satisfy (dynamic dims that broadcast together are equal or 1; a reshape keeps the
 element count), checked by the runtime before any kernel runs. Both are plain attributes: the IR
-stays valid without them, and `mini-opt` round-trips them. See `minimlir.passes._symbolic_dims`.
+stays valid without them, and `mini-opt` round-trips them. See `minimlir.passes.graph._symbolic_dims`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from minimlir.dialects.loop import is_kernel
-from minimlir.passes._symbolic_dims import annotate
+from minimlir.passes.graph._symbolic_dims import annotate
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint
 
 from minimlir.dialects import _shapes as S
 from minimlir.dialects import graph
-from minimlir.passes._legalize_common import GraphDims
+from minimlir.passes.graph.legalize._common import GraphDims
 
 DIMS_ATTR = "graph.dims"
 CHECKS_ATTR = "graph.dim_checks"
@@ -229,7 +229,7 @@ def _legalizations() -> dict:
 
         _load_legalizations()
         _LOADED.append(True)
-    from minimlir.passes._legalize_common import LEGALIZATIONS
+    from minimlir.passes.graph.legalize._common import LEGALIZATIONS
 
     return LEGALIZATIONS
 
