@@ -974,11 +974,12 @@ def make_feeds(model: onnx.ModelProto, run: int) -> dict[str, np.ndarray]:
         lo, hi = meta["inputs"].get(vi.name, [-1.0, 1.0])
         kind = _KIND_OF[tt.elem_type]
         if kind == _F:
-            feeds[vi.name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
+            v = rng.uniform(lo, hi, size=shape)
         elif kind == _B:
-            feeds[vi.name] = rng.random(size=shape) < 0.5
+            v = rng.random(size=shape) < 0.5
         else:
-            feeds[vi.name] = rng.integers(int(math.ceil(lo)), int(math.floor(hi)) + 1, size=shape).astype(_NP_TYPE[kind])
+            v = rng.integers(int(math.ceil(lo)), int(math.floor(hi)) + 1, size=shape)
+        feeds[vi.name] = np.asarray(v).astype(_NP_TYPE[kind])
     return feeds
 
 
@@ -1040,6 +1041,9 @@ def ort_session(model: onnx.ModelProto):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
+    # the plain kernels are the reference: onnxruntime 1.31's extended graph optimizations fuse
+    # Transpose + MatMul with a 1-D right operand into a wrong FusedMatMul
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
