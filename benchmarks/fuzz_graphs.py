@@ -180,6 +180,8 @@ def run_many(args) -> list[dict]:
     def slot():
         w = Worker(args)
         while True:
+            if args.max_minutes and time.time() - t0 > 60 * args.max_minutes:
+                break  # the summary says how many graphs ran
             try:
                 i = indices.get_nowait()
             except queue.Empty:
@@ -224,7 +226,8 @@ def summarize(rows: list[dict], args, seconds: float) -> str:
     ops = collections.Counter(op for r in rows for op in r["ops"])
     compile_s = [r["compile_s"] for r in rows if r["compile_s"]]
     lines = [
-        f"seed {args.seed}, graphs {args.start}..{args.start + args.n - 1}",
+        f"seed {args.seed}, graphs {args.start}..{args.start + args.n - 1}"
+        + (f" (time limit {args.max_minutes:g} min: {len(rows)} of {args.n} ran)" if len(rows) < args.n else ""),
         f"graphs: {len(rows)}  sizes run: {sum(r['sizes'] for r in rows)}  nodes: {sum(r['nodes'] for r in rows)}",
         f"ok: {kinds['ok']}  mismatches: {kinds['mismatch']}  crashes: {kinds['crash']}  "
         f"invalid (rejected by onnxruntime, not counted): {kinds['invalid']}",
@@ -270,6 +273,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="fuzz-out", help="folder for shrunk reproducers ('' for none)")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per graph (shrinking included)")
+    ap.add_argument("--max-minutes", type=float, default=0.0,
+                    help="start no new graph after this many minutes (0: no limit); the summary counts what ran")
     ap.add_argument("--no-shrink", action="store_true", help="write failing graphs unshrunk")
     ap.add_argument("--json", action="store_true", help="(with --replay) one machine-readable result line")
     ap.add_argument("--replay", metavar="FILE.onnx", help="check one reproducer and print the differences")
