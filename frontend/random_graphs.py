@@ -448,7 +448,7 @@ class GraphGenerator:
             raise _Retry
         return a
 
-    def window(self, x: Tensor, pool: bool) -> tuple[list, list, list, list, bool]:
+    def window(self, x: Tensor, pool: bool) -> tuple[list, list, list, list, bool, list]:
         """Random kernel, strides, pads, dilations (+ ceil_mode for pools) that fit every binding."""
         k = x.rank - 2
         for _ in range(40):
@@ -475,7 +475,7 @@ class GraphGenerator:
                             ok = False
                 outs.append(d)
             if ok:
-                return kernel, strides, pads, dil, ceil, outs  # type: ignore[return-value]
+                return kernel, strides, pads, dil, ceil, outs
         raise _Retry
 
     def op_conv(self) -> None:
