@@ -183,6 +183,28 @@ class _Fuser:
             n.dom = dom
             n.dom_depth = dom.dom_depth + 1 if dom is not None else 1
 
+    def _reaches_back(self, members: set[Operation]) -> bool:
+        """Would one call computing `members` depend on itself? Data edges inside a group are
+        fine, and so is shape arithmetic (graph.dim and index ops) from a member to a member's
+        index operand (outlining recomputes it inside). A path that leaves the group and passes
+        an op that is not shape arithmetic before coming back (slice -> graph.dim ->
+        graph.from_dims -> add -> gather, with slice and gather fused) is a cycle."""
+        stack = [(u.operation, False) for op in members for r in op.results for u in r.uses
+                 if u.operation not in members]
+        seen: set[tuple[Operation, bool]] = set()
+        while stack:
+            op, through_data = stack.pop()
+            if op in members:
+                if through_data:
+                    return True
+                continue
+            if (op, through_data) in seen:
+                continue
+            seen.add((op, through_data))
+            through = through_data or not isinstance(op, (graph.DimOp, *_INDEX_OPS))
+            stack.extend((u.operation, through) for r in op.results for u in r.uses)
+        return False
+
     # -- paths -----------------------------------------------------------------------------
 
     def _path(self, src: _Node, sink: _Node) -> tuple[list[_Node], OpPattern]:
@@ -267,6 +289,9 @@ class _Fuser:
         groups = {g, sink, *(p.group.root() for p in path)}
         if sum(x.size for x in groups) > self.max_depth:
             n.why = f"group reached max-depth {self.max_depth}"
+            return
+        if self._reaches_back({m.op for m in self.nodes if m.group.root() in groups}):
+            n.why = "the group would depend on itself through a shape read (graph.dim) of a member"
             return
         for x in groups:
             if x is not sink:
