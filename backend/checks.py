@@ -224,9 +224,9 @@ def poisoned_outputs(function: str, results: Sequence[np.ndarray], names: Sequen
         found.append((k, name, int(mask.sum()), first, mask.size))
     if not found:
         return None
-    parts = [f"output #{k} '{name}' holds {n} of {size} values never written (first at index {list(first)})"
+    parts = [f"output #{k} '{name}' holds {n} of {size} poison values (first at index {list(first)})"
              for k, name, n, first, size in found]
     msg = (f"uninitialized read in @{function}: " + "; ".join(parts)
-           + " (checked mode fills fresh buffers with a signaling-NaN / sentinel pattern: a kernel read "
-             "memory before any kernel wrote it, or left part of an output unwritten)")
+           + ": they come from memory no kernel wrote (checked mode fills fresh buffers with a "
+             "signaling-NaN / sentinel pattern)")
     return CheckError(msg, kind="uninitialized", outputs=[f[1] for f in found])

@@ -846,14 +846,20 @@ def compile_mlir_text(
     metadata: Mapping[str, Any] | None = None,
     filename: str = "<input>",
     opt_level: int = 3,
+    checks: bool | None = None,
 ) -> CompiledProgram:
     """Parse (if text), lower with `pipeline` (unless already llvm dialect), JIT, wrap.
 
     `cache`: True ($MINIMLIR_CACHE_DIR or ~/.cache/minimlir), a folder, or False. A hit skips
     parsing, every pass and LLVM (see the module docstring). `metadata` is needed only for
     input already in the llvm dialect (where types are gone). `filename` names the text in
-    diagnostics. Errors raise CompileError; remarks/warnings land on the program."""
+    diagnostics. Errors raise CompileError; remarks/warnings land on the program. `checks`: checked
+    mode (default $MINIMLIR_CHECKS; backend/checks.py), a pipeline of its own (and cache key)."""
     from minimlir.backend import cache as _cache
+    from minimlir.passes import _checks as _checks_ir
+
+    if checks if checks is not None else _checks_ir.checks_from_env():
+        pipeline = _checks_ir.checked_pipeline(pipeline)
 
     _STATS.compiles += 1
     is_text = isinstance(text_or_module, str)

@@ -13,7 +13,8 @@ Output, per result: a header line `NAME: DTYPE[D0, D1, ...] min=... max=... mean
 empty tensors, bool counts `true=K`), then the values as NumPy prints them (summarised past 64 elements).
 `--benchmark N` adds `benchmark: N runs, median X ms, min Y ms` (after one warm-up run).
 Any error (missing file, malformed IR, unknown entry, bad input) is one `error:` line on stderr, exit code 1;
-`MINIMLIR_TRACEBACK=1` adds the traceback.
+`MINIMLIR_TRACEBACK=1` adds the traceback. `--checks` (or MINIMLIR_CHECKS=1) compiles in checked mode: an
+out-of-bounds access or an output holding never-written values is such an error (`CheckError: …`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--print-ir-after-all", action="store_true", help="print the input IR and the IR after every pass to stderr")
     a("--dump-ir", default=None, metavar="DIR", help="write the IR after every pass to DIR/NN-PASS.mlir")
     a("--no-cache", action="store_true", help="do not use the JIT's disk cache")
+    a("--checks", action="store_true",
+      help="checked mode: bounds-check every load/store, poison fresh buffers; a fault is an error "
+           "naming kernel, block, buffer, indices and ONNX node (also MINIMLIR_CHECKS=1)")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
     return p
@@ -242,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         params=args.params,
         print_ir=print_ir if args.print_ir_after_all else None,
+        checks=True if args.checks else None,
     )
     if args.remarks:
         for r in model.remarks:
