@@ -148,7 +148,8 @@ func.func @main(%x: memref<4x3xf32>) -> memref<4xf32> {
 
 def test_static_dims_are_checked_too():
     m = compile(STATIC_2D, checks=True, cache=False)
-    with pytest.raises(CheckError, match=r"index \[0, 3\] is outside its dims \[4, 3\]; 4 faulting accesses"):
+    # the default schedule may run the rows in parallel: the first violation is any row's
+    with pytest.raises(CheckError, match=r"index \[[0-3], 3\] is outside its dims \[4, 3\]; 4 faulting accesses"):
         m(np.zeros((4, 3), np.float32))
 
 
