@@ -856,7 +856,7 @@ def compile_mlir_text(
     diagnostics. Errors raise CompileError; remarks/warnings land on the program. `checks`: checked
     mode (default $MINIMLIR_CHECKS; backend/checks.py), a pipeline of its own (and cache key)."""
     from minimlir.backend import cache as _cache
-    from minimlir.passes import _checks as _checks_ir
+    from minimlir.passes.to_llvm import _checks as _checks_ir
 
     if checks if checks is not None else _checks_ir.checks_from_env():
         pipeline = _checks_ir.checked_pipeline(pipeline)

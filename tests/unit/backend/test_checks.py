@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IndexType
 
 from minimlir.backend import checks as rt_checks
 from minimlir.frontend import CheckError, compile
-from minimlir.passes import _checks
+from minimlir.passes.to_llvm import _checks
 
 SHIFT = """
 func.func private @shift_k(%x: memref<?xf32>, %y: memref<?xf32>) attributes {loop.kernel} {
