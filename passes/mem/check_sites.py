@@ -129,10 +129,10 @@ def annotate(module: ModuleOp) -> None:
 
 
 @dataclass(frozen=True)
-class CheckSitesPass(ModulePass):
+class MemCheckSitesPass(ModulePass):
     """Name every mem.load/mem.store for checked mode (kernel block, ONNX node, buffer)."""
 
-    name = "check-sites"
+    name = "mem-check-sites"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         annotate(op)

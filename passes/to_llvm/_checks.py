@@ -22,7 +22,7 @@ Two kinds of checks (the runtime side is backend/checks.py):
   `@__minimlir_poison(ptr, bytes, word)` with a pattern: a signaling NaN for floats, a sentinel for
   ints (`POISON_WORDS`), so a read before write shows in the result.
 
-Site names come from the `check.site` attribute that the `check-sites` pass (passes/mem/check_sites.py)
+Site names come from the `check.site` attribute that the `mem-check-sites` pass (passes/mem/check_sites.py)
 puts on every access right after graph-legalize, while each kernel is still one ONNX node with named
 blocks; accesses that scheduling created later inherit the names of the accesses to the same buffer
 in the same function. Without the pass the lowering names what it still can (kernel, buffer by
@@ -338,7 +338,7 @@ def _split_top(text: str) -> list[str]:
 
 
 def checked_pipeline(text: str) -> str:
-    """The checked-mode variant of a pipeline: named pipelines expanded, `check-sites` right after
+    """The checked-mode variant of a pipeline: named pipelines expanded, `mem-check-sites` right after
     `graph-legalize` (at the start when there is none: mem-level input), and
     `convert-mem-to-llvm{checks=true}`."""
     from minimlir.passes._pipelines import PIPELINES
@@ -367,9 +367,9 @@ def checked_pipeline(text: str) -> str:
             item = "convert-mem-to-llvm{" + (inner + " " if inner else "") + "checks=true}"
         result.append(item)
         if name == "graph-legalize":
-            result.append("check-sites")
-    if "check-sites" not in result:
-        result.insert(0, "check-sites")
+            result.append("mem-check-sites")
+    if "mem-check-sites" not in result:
+        result.insert(0, "mem-check-sites")
     return ",".join(result)
 
 

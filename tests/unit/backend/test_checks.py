@@ -290,7 +290,7 @@ def test_perturbed_index_in_an_onnx_model_names_node_block_and_weight():
     model = _mlp_model()
     ctx = api.make_context()
     loaded = api.load(model, ctx=ctx)
-    api.lower(loaded.module, "graph-fuse,graph-legalize,check-sites", ctx=ctx, name="m")
+    api.lower(loaded.module, "graph-fuse,graph-legalize,mem-check-sites", ctx=ctx, name="m")
     perturbed = 0
     for op in list(loaded.module.walk()):
         block = op.parent_op()
@@ -356,8 +356,8 @@ def test_env_switch(monkeypatch):
 
 def test_checked_pipeline_text():
     assert _checks.checked_pipeline("graph-legalize,graph-bufferize,mem-to-llvm").split(",")[:3] == [
-        "graph-legalize", "check-sites", "graph-bufferize"]
+        "graph-legalize", "mem-check-sites", "graph-bufferize"]
     text = _checks.checked_pipeline("compile")
-    assert "convert-mem-to-llvm{checks=true}" in text and text.count("check-sites") == 1
+    assert "convert-mem-to-llvm{checks=true}" in text and text.count("mem-check-sites") == 1
     assert _checks.checked_pipeline("convert-mem-to-llvm{checks=false}") == (
-        "check-sites,convert-mem-to-llvm{checks=true}")
+        "mem-check-sites,convert-mem-to-llvm{checks=true}")
