@@ -92,7 +92,7 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
     for name, module in rows.items():
         folder = module.split(".")[2]
         assert name.startswith(level[folder]), (name, module)
-    assert len(rows) == 28
+    assert len(rows) == 29  # 28 + mem-check-sites (checked mode)
 
 
 def test_alias_table_names_only_existing_modules():
