@@ -32,6 +32,7 @@ from minimlir.passes.to_llvm import _checks as _ir
 RECORD_WORDS = 4 + 2 * _ir.MAX_RANK  # site, count, rank, pad, indices, dims
 _lock = threading.Lock()
 _installed: dict[str, Any] = {}
+calls = 0  # checked calls run in this process (tests use it to see that checks were on)
 
 
 class CheckError(RuntimeError):
@@ -148,7 +149,9 @@ class CheckedCall:
         self.function = function
 
     def __enter__(self) -> CheckedCall:
+        global calls
         _lock.acquire()
+        calls += 1
         ctypes.memset(ctypes.addressof(_record()), 0, RECORD_WORDS * 8)
         return self
 
@@ -169,6 +172,15 @@ class CheckedCall:
         shown = min(rank, _ir.MAX_RANK)
         indices = tuple(words[4 : 4 + shown])
         dims = tuple(words[4 + _ir.MAX_RANK : 4 + _ir.MAX_RANK + shown])
+        if access == "slot":  # mem-plan's slot does not fit in its arena (passes/to_llvm/_checks.py)
+            offset, nbytes = words[4], words[5]
+            arena_bytes = words[4 + _ir.MAX_RANK]
+            at = f" (at {node})" if node else ""
+            msg = (f"arena overflow in @{kernel}{at}: {buffer} of type {mtype} needs bytes "
+                   f"[{offset}, {offset + nbytes}) but the arena has {arena_bytes} bytes "
+                   f"(in a call of @{self.function}; the call stopped before any kernel touched it)")
+            return CheckError(msg, kind="arena-overflow", kernel=kernel, buffer=buffer, node=node,
+                              indices=(offset, nbytes), dims=(arena_bytes,), count=count)
         n_lanes = int(lanes) if lanes.isdigit() else 1
         idx_text = [str(i) for i in indices]
         if n_lanes > 1 and idx_text and shown == rank:

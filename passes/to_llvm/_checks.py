@@ -278,6 +278,62 @@ class Instrumenter:
         safe = cont.args[0]
         return safe
 
+    def guard_slot(self, low, b, op: Operation, arena_op: Operation | None, offset, nbytes) -> Block | None:
+        """Check that slot `op` (bytes [offset, offset + nbytes) of its arena) fits in the arena.
+        Returns the block that continues when it fits (the slot's poison goes there), or None when
+        that is known statically. When it does not fit: record it and, in an entry function, free
+        the arena and what is live, and return status 3 (the runtime raises CheckError); elsewhere
+        skip the poison and go on."""
+        from minimlir.passes.to_llvm.mem import _dims
+
+        arena_t = op.operands[0].type
+        assert isinstance(arena_t, MemRefType)
+        (arena_bytes,) = _dims(arena_t, low.desc(op, 0)[1])
+        end = b.add(offset, nbytes)
+        if isinstance(end, int) and isinstance(arena_bytes, int):
+            if end <= arena_bytes:
+                return None
+            ok = b.const(0, i1)
+        else:
+            ok = b.icmp(end, arena_bytes, "ule")
+        fn = _func_of_op(op)
+        t = op.results[0].type
+        name = f"%{op.results[0].name_hint}" if op.results[0].name_hint else "a slot"
+        text = SEP.join([fn.sym_name.data, "", f"arena {name}", location_name(op.location), "slot", "1",
+                         str(t.element_type if isinstance(t, MemRefType) else t), str(t)])
+        site = self._site_global(fn, text)
+        pred = op.parent_block()
+        assert pred is not None
+        cont = pred.split_before(op)
+        fill, bad = Block(), Block()
+        Rewriter.insert_block([fill, bad], BlockInsertPoint.before(cont))
+        pred.add_op(llvm.CondBrOp(ok, fill, [], bad, []))
+        fill.add_op(llvm.BrOp(cont))
+        bad.add_op(llvm.UnreachableOp())
+        from minimlir.passes.to_llvm.mem import _Emitter
+
+        bb = _Emitter(bad.last_op, low)
+        zeros = [bb.const(0)] * (MAX_RANK - 2)
+        args = [bb(llvm.AddressOfOp(site, llvm.LLVMPointerType())).results[0], bb.const(2),
+                bb.value(offset), bb.value(nbytes), *zeros, bb.value(arena_bytes), bb.const(0), *zeros]
+        low.declare(FAIL_FN, [llvm.LLVMPointerType(), *([i64] * (1 + 2 * MAX_RANK))], None)
+        bb(llvm.CallOp(FAIL_FN, *args))
+        if fn in low.results_arg and arena_op is not None:
+            from xdsl.dialects import func as func_d
+
+            low.declare("free", [llvm.LLVMPointerType()], None)
+            for buf in [*low.live_before.get(arena_op, ()), arena_op]:
+                ptr = low.heap_ptr.get(buf)
+                if ptr is not None:
+                    bb(llvm.CallOp("free", ptr))
+            code = bb.const(3, IntegerType(32))
+            bad.last_op.detach()
+            bad.add_op(func_d.ReturnOp(code))
+        else:
+            bad.last_op.detach()
+            bad.add_op(llvm.BrOp(cont))
+        return fill
+
     def _fallback_site(self, op: Operation, f: func.FuncOp, t: MemRefType) -> str:
         return SEP.join([kernel_name(f), "", "a buffer", location_name(f.location), op.name[4:], "1",
                          str(t.element_type), str(t)])

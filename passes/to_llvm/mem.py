@@ -595,13 +595,17 @@ class MemLowering:
             ptr, _ = self.desc(op, 0)
             dyn = [b.index(d) for d in op.dims]
         elif isinstance(op, mem.SlotOp):
+            arena_op = op.arena.owner if isinstance(op.arena.owner, mem.ArenaOp) else None
             base, _ = self.desc(op, 0)
             off = _const_int(op.offset)
             ptr = b.gep(base, off if off is not None else b.index(op.offset), i8)
             dyn = [b.index(d) for d in op.dims]
-            if self.checker is not None:  # a slot's lifetime starts here: its bytes are fresh
-                self.checker.poison(self, b, ptr, self.numel(b, t, dyn, element_bytes(t.element_type)),
-                                    t.element_type)
+            if self.checker is not None:  # the slot must fit in the arena; its bytes are fresh here
+                nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
+                fill = self.checker.guard_slot(self, b, op, arena_op, off if off is not None
+                                               else b.index(op.offset), nbytes)
+                fb = _Emitter(fill.last_op, self) if fill is not None else b
+                self.checker.poison(self, fb, ptr, nbytes, t.element_type)
         else:  # pragma: no cover - _PRODUCERS lists the cases above
             raise AssertionError(op.name)
         cast = b(UnrealizedConversionCastOp.get([ptr, *dyn], [t]))

@@ -251,6 +251,53 @@ def test_output_left_partly_unwritten_is_reported_with_int_sentinel():
         m(np.arange(10, dtype=np.int64))
 
 
+SLOT = """
+func.func private @fill_k(%y: memref<?xf32>) attributes {loop.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = mem.dim %y, 0 : memref<?xf32>
+  %z = arith.constant 1.0 : f32
+  loop.for %i = %c0 to %n step %c1 {
+    mem.store %z, %y[%i] : f32, memref<?xf32>
+  }
+  func.return
+}
+func.func private @copy_k(%x: memref<?xf32>, %y: memref<?xf32>) attributes {loop.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = mem.dim %y, 0 : memref<?xf32>
+  loop.for %i = %c0 to %n step %c1 {
+    %v = mem.load %x[%i] : memref<?xf32> -> f32
+    mem.store %v, %y[%i] : f32, memref<?xf32>
+  }
+  func.return
+}
+func.func @main(%x: memref<?xf32>) -> memref<?xf32> {
+  %n = mem.dim %x, 0 : memref<?xf32>
+  %arena = mem.arena : memref<64xi8>
+  %off = arith.constant 0 : index
+  %t = mem.slot %arena[%off](%n) : memref<64xi8> -> memref<?xf32>
+  func.call @fill_k(%t) : (memref<?xf32>) -> ()
+  %y = mem.alloc(%n) : memref<?xf32>
+  func.call @copy_k(%t, %y) : (memref<?xf32>, memref<?xf32>) -> ()
+  mem.dealloc %arena : memref<64xi8>
+  func.return %y : memref<?xf32>
+}
+"""
+
+
+def test_arena_slot_larger_than_its_arena_stops_the_call():
+    """A planned slot whose (dynamic) size exceeds the arena: caught before any kernel writes it."""
+    m = compile(SLOT, checks=True, cache=False, pipeline="convert-to-llvm")
+    np.testing.assert_array_equal(m(np.full(16, 2.0, np.float32))[0], np.ones(16, np.float32))
+    with pytest.raises(CheckError) as info:
+        m(np.ones(17, np.float32))
+    e = info.value
+    assert e.kind == "arena-overflow" and e.indices == (0, 68) and e.dims == (64,)
+    assert "arena overflow in @main" in str(e) and "needs bytes [0, 68) but the arena has 64 bytes" in str(e)
+    np.testing.assert_array_equal(m(np.full(3, 2.0, np.float32))[0], np.ones(3, np.float32))  # still usable
+
+
 def test_poison_patterns_survive_arithmetic():
     f32 = np.array([_checks.POISON_F32], np.uint32).view(np.float32)
     with np.errstate(invalid="ignore"):
