@@ -163,30 +163,63 @@ class Instrumenter:
         self.sites: dict[Operation, str] = {}  # access -> site string
         self.counters: dict[str, int] = {}
         self.scratch: dict[func.FuncOp, tuple[SSAValue, int]] = {}
-        for f in module.walk():
-            if isinstance(f, func.FuncOp) and f.body.blocks:
-                self._collect(f)
+        funcs = [f for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
+        self.accesses: dict[func.FuncOp, list[Operation]] = {}
+        self.by_buffer: dict[SSAValue, list[dict[str, str]]] = {}  # memref value -> known sites
+        self.callers: dict[str, list[func.CallOp]] = {}
+        for op in module.walk():
+            if isinstance(op, func.CallOp):
+                self.callers.setdefault(op.callee.string_value(), []).append(op)
+        for f in funcs:
+            accesses = self.accesses[f] = [op for op in f.walk() if isinstance(op, mem.LoadOp | mem.StoreOp)]
+            for op in accesses:
+                site = site_of(op)
+                if site:
+                    self.by_buffer.setdefault(_memref_root(op.memref), []).append(site)
+        for f in funcs:
+            self._collect(f)
 
     # ------------------------------------------------------------ site names
 
+    def _known(self, buf: SSAValue, depth: int = 0) -> list[dict[str, str]]:
+        """Sites known for buffer `buf`, following function arguments to the (single) caller's value:
+        an outlined parallel body's argument is its kernel's buffer."""
+        known = self.by_buffer.get(buf, [])
+        if known or depth > 4 or not isinstance(buf, BlockArgument):
+            return known
+        f = buf.block.parent_op()
+        if not isinstance(f, func.FuncOp) or buf.block is not f.body.blocks[0]:
+            return known
+        calls = self.callers.get(f.sym_name.data, [])
+        if len(calls) != 1 or buf.index >= len(calls[0].arguments):
+            return known
+        return self._known(_memref_root(calls[0].arguments[buf.index]), depth + 1)
+
     def _collect(self, f: func.FuncOp) -> None:
-        accesses = [op for op in f.walk() if isinstance(op, mem.LoadOp | mem.StoreOp)]
-        by_buffer: dict[SSAValue, list[dict[str, str]]] = {}
-        for op in accesses:
-            site = site_of(op)
-            if site:
-                by_buffer.setdefault(_memref_root(op.memref), []).append(site)
-        fnode = location_name(f.location)
+        accesses = self.accesses[f]
+        fsites = [site_of(op) for op in accesses if site_of(op)]
+        fnode = location_name(f.location) if isinstance(f.location, NameLoc) else ""
+        if not fnode:  # an outlined body or a scheduled kernel: the one node its named accesses have
+            nodes = {s.get("node", "") for s in fsites} - {""}
+            fnode = nodes.pop() if len(nodes) == 1 else location_name(f.location)
+        blocks = sorted({s.get("block", "") for s in fsites} - {""}, key=len, reverse=True)
         for op in accesses:
             site = site_of(op)
             buf = _memref_root(op.memref)
             if not site:
-                known = by_buffer.get(buf, [])
+                known = self._known(buf)
                 site = {}
                 for key in ("block", "node", "buffer"):
                     values = sorted({s.get(key, "") for s in known} - {""})
                     if values:
                         site[key] = " or ".join(values)
+                if not site.get("block") and buf.name_hint:
+                    # scheduling's own buffers are named after their block (%matmul_acc)
+                    site["block"] = next((b for b in blocks if buf.name_hint.startswith(b)), "")
+            if not site.get("node") and site.get("block"):  # the node of that block's named accesses
+                nodes = {s.get("node", "") for s in fsites if s.get("block") == site["block"]} - {""}
+                if len(nodes) == 1:
+                    site["node"] = nodes.pop()
             if not site.get("node"):
                 site["node"] = location_name(op.location) if isinstance(op.location, NameLoc) else fnode
             if not site.get("buffer"):
