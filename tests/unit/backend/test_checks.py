@@ -409,3 +409,15 @@ def test_checked_pipeline_text():
     assert "convert-mem-to-llvm{checks=true}" in text and text.count("mem-check-sites") == 1
     assert _checks.checked_pipeline("convert-mem-to-llvm{checks=false}") == (
         "mem-check-sites,convert-mem-to-llvm{checks=true}")
+
+
+def test_aot_refuses_checked_code(tmp_path):
+    from minimlir.backend import aot
+    from minimlir.backend.jit import CompileError as JitCompileError
+    from minimlir.frontend import api
+
+    ctx = api.make_context()
+    module = api.load(SHIFT, ctx=ctx).module
+    api.lower(module, _checks.checked_pipeline("convert-to-llvm"), ctx=ctx, name="x")
+    with pytest.raises(JitCompileError, match="checked mode"):
+        aot.emit_object(module, tmp_path / "k.o")
