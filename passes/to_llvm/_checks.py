@@ -430,7 +430,7 @@ def checked_pipeline(text: str) -> str:
     """The checked-mode variant of a pipeline: named pipelines expanded, `mem-check-sites` right after
     `graph-legalize` (at the start when there is none: mem-level input), and
     `convert-mem-to-llvm{checks=true}`."""
-    from minimlir.passes._pipelines import PIPELINES
+    from minimlir.compiler.pipelines import PIPELINES
 
     text = text.strip()
     if text.startswith("builtin.module(") and text.endswith(")"):

@@ -15,7 +15,7 @@ import test_dynamic_lengths as dyn
 import test_onnx_transformer as tr
 from minimlir.backend import checks as rt_checks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ import pytest
 from _determinism import assert_repeatable
 from minimlir.frontend import compile
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _conformance():
