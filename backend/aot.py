@@ -26,6 +26,11 @@ def object_code(
 ) -> bytes:
     """Position-independent object code for `module`, optimized at `opt_level`."""
     ir_text = to_llvm_ir(module)
+    from minimlir.backend.checks import is_checked
+
+    if is_checked(ir_text):
+        raise CompileError("a module compiled in checked mode (convert-mem-to-llvm{checks=true}) runs only "
+                           "in the JIT runtime, which provides its check helpers: compile it without checks")
     with _llvm_lock:
         tm = _target.target_machine(
             opt_level, reloc="pic", codemodel="default", jit=False, cpu=cpu, features=features

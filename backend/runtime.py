@@ -59,6 +59,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
+from minimlir.backend import checks as _checks
 from minimlir.backend.jit import CompileError
 from minimlir.passes.to_llvm._memref_abi import (
     PARAM_ATTR,
@@ -372,6 +373,12 @@ class NativeFunction:
         if self.meta["abi"] != "entry":
             if out is not None:
                 raise ArgumentError(f"{self.name}() has no memref results: out= is not allowed")
+            if self.program.checked:  # checked mode: backend/checks.py
+                with _checks.CheckedCall(self.name) as c:
+                    value = self._cfunc(*native)
+                if (err := c.violation()) is not None:
+                    raise err
+                return value
             return self._cfunc(*native)
         return self._call_entry(native, out, keep)
 
@@ -403,13 +410,22 @@ class NativeFunction:
                 slots[off] = o.ctypes.data
                 for k, d in enumerate(o.shape):
                     slots[off + 1 + k] = d
-        status = self._cfunc(*native, ctypes.addressof(slots))
+        checked = None
+        if self.program.checked:  # checked mode: backend/checks.py
+            with _checks.CheckedCall(self.name) as checked:
+                status = self._cfunc(*native, ctypes.addressof(slots))
+        else:
+            status = self._cfunc(*native, ctypes.addressof(slots))
         del keep
         results: list[np.ndarray] = []
         owned: list[int] = []
         for r, off, o in zip(self.results, offsets, outs):
             if o is None and slots[off]:
                 owned.append(slots[off])
+        if checked is not None and (err := checked.violation()) is not None:
+            for ptr in owned:
+                _release(ptr)
+            raise err
         if status != STATUS_OK:
             for ptr in owned:
                 _release(ptr)
@@ -432,6 +448,10 @@ class NativeFunction:
                 continue
             shape = [slots[off + 1 + k] for k in range(len(r["shape"]))]
             results.append(wrap_owned(slots[off], shape, np.dtype(r["dtype"])))
+        if checked is not None:
+            err = _checks.poisoned_outputs(self.name, results, [r["name"] for r in self.results])
+            if err is not None:
+                raise err
         return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -457,6 +477,7 @@ class CompiledProgram:
         self.warnings: list[str] = []
         self.cache_hit = False
         self.cache_key: str | None = None
+        self.checked = _checks.is_checked(getattr(engine, "llvm_ir", "") or "")  # checked mode
         self._params: dict[str, np.ndarray] = {}
         if params is not None:
             self.bind_params(params)
@@ -764,6 +785,8 @@ def _load_hit(entry: Any) -> Any | None:
         return None
     _target.init_llvm()
     externals = [str(n) for n in meta.get("externals", ())]
+    if any(_checks.is_checked(n) for n in externals):
+        _checks.install()
     if any(not llvm.address_of_symbol(n) for n in externals):
         _load_symbol_providers()
         if any(not llvm.address_of_symbol(n) for n in externals):
@@ -815,6 +838,8 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
     # the external symbols, read off the declarations (parsing the whole module here would cost a
     # parse more; the parts are parsed and verified where they are compiled)
     functions, variables = jit.declared_symbols(ir_text)
+    if any(_checks.is_checked(n) for n in functions):
+        _checks.install()
     jit.check_symbol_names(functions)
     externals = sorted(set(functions) | set(variables))
     # large modules: in parts, in parallel (backend/jit.py compile_split); the cache keeps all objects
@@ -838,14 +863,20 @@ def compile_mlir_text(
     metadata: Mapping[str, Any] | None = None,
     filename: str = "<input>",
     opt_level: int = 3,
+    checks: bool | None = None,
 ) -> CompiledProgram:
     """Parse (if text), lower with `pipeline` (unless already llvm dialect), JIT, wrap.
 
     `cache`: True ($MINIMLIR_CACHE_DIR or ~/.cache/minimlir), a folder, or False. A hit skips
     parsing, every pass and LLVM (see the module docstring). `metadata` is needed only for
     input already in the llvm dialect (where types are gone). `filename` names the text in
-    diagnostics. Errors raise CompileError; remarks/warnings land on the program."""
+    diagnostics. Errors raise CompileError; remarks/warnings land on the program. `checks`: checked
+    mode (default $MINIMLIR_CHECKS; backend/checks.py), a pipeline of its own (and cache key)."""
     from minimlir.backend import cache as _cache
+    from minimlir.passes.to_llvm import _checks as _checks_ir
+
+    if checks if checks is not None else _checks_ir.checks_from_env():
+        pipeline = _checks_ir.checked_pipeline(pipeline)
 
     _STATS.compiles += 1
     is_text = isinstance(text_or_module, str)
@@ -914,4 +945,6 @@ def jit_module(module: ModuleOp, cache: bool | str | os.PathLike[str] = True) ->
     """llvm-dialect module -> an object with `address(name)` (backend/jit.py)."""
     from minimlir.backend import jit
 
+    if any(_checks.is_checked(getattr(op, "sym_name", None) and op.sym_name.data or "") for op in module.ops):
+        _checks.install()
     return jit.compile_module(module, cache=cache)

@@ -16,8 +16,11 @@ from minimlir.frontend.api import (
     UnsupportedModelError,
     compile,
 )
+from minimlir.backend.checks import CheckError
+
 
 __all__ = [
+    "CheckError",
     "CompiledModel",
     "CompileError",
     "InputError",

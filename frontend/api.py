@@ -687,6 +687,7 @@ def compile(  # noqa: A001 (the one obvious name)
     pipeline: str | None = None,
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     print_ir: Callable[[str, str], None] | None = None,
+    checks: bool | None = None,
 ) -> CompiledModel:
     """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
 
@@ -696,8 +697,14 @@ def compile(  # noqa: A001 (the one obvious name)
     `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
+    `checks`: checked mode (default: $MINIMLIR_CHECKS): every load/store is bounds-checked and every
+    fresh buffer poisoned; a fault raises `CheckError` (passes/to_llvm/_checks.py, backend/checks.py).
     """
     t0 = time.perf_counter()
+    from minimlir.passes.to_llvm import _checks
+
+    if checks if checks is not None else _checks.checks_from_env():  # its own pipeline text: own cache key
+        pipeline = _checks.checked_pipeline(pipeline if pipeline is not None else default_pipeline())
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
     slot = _cache_slot(model, cache, pipeline_text, entry)

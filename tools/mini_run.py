@@ -18,7 +18,8 @@ node output and prints the first node beyond tolerance (name, op, output, shape,
 kernel it was fused into), exit code 1; or a one-line summary with the worst error, exit code 0
 (minimlir.frontend.compare).
 Any error (missing file, malformed IR, unknown entry, bad input) is one `error:` line on stderr, exit code 1;
-`MINIMLIR_TRACEBACK=1` adds the traceback.
+`MINIMLIR_TRACEBACK=1` adds the traceback. `--checks` (or MINIMLIR_CHECKS=1) compiles in checked mode: an
+out-of-bounds access or an output holding never-written values is such an error (`CheckError: …`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--print-ir-after-all", action="store_true", help="print the input IR and the IR after every pass to stderr")
     a("--dump-ir", default=None, metavar="DIR", help="write the IR after every pass to DIR/NN-PASS.mlir")
     a("--no-cache", action="store_true", help="do not use the JIT's disk cache")
+    a("--checks", action="store_true",
+      help="checked mode: bounds-check every load/store, poison fresh buffers; a fault is an error "
+           "naming kernel, block, buffer, indices and ONNX node (also MINIMLIR_CHECKS=1)")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
     a("--compare", default=None, choices=["onnxruntime"], metavar="onnxruntime",
@@ -255,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         params=args.params,
         print_ir=print_ir if args.print_ir_after_all else None,
+        checks=True if args.checks else None,
     )
     if args.remarks:
         for r in model.remarks:

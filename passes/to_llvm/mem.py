@@ -91,6 +91,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from minimlir.dialects import mem
 from minimlir.dialects.loop import is_kernel
 from minimlir.dialects import llvm_ext as ext
+from minimlir.passes.to_llvm import _checks
 from minimlir.passes._diagnostics import emit_error
 from minimlir.passes.to_llvm._common import convert_type, from_llvm, to_llvm
 from minimlir.passes.to_llvm._memref_abi import (
@@ -294,8 +295,10 @@ def _replace(op: Operation, values: Sequence[SSAValue]) -> None:
 class MemLowering:
     """One module's mem -> llvm rewrite (signatures, producers, then consumers)."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, checks: bool = False):
         self.module = module
+        # checked mode (passes/to_llvm/_checks.py): bounds guards on accesses, poison in fresh buffers
+        self.checker = _checks.Instrumenter(module) if checks else None
         self.results_arg: dict[func.FuncOp, SSAValue] = {}
         self.slot_offsets: dict[func.FuncOp, list[int]] = {}
         # entry functions: heap alloc -> the non-result heap buffers live right before it
@@ -570,6 +573,8 @@ class MemLowering:
             nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
             ptr = self.aligned_alloc(b, nbytes, op.alignment.value.data)
             self.checked_heap(op, ptr)
+            if self.checker is not None:
+                self.checker.poison(self, b, ptr, nbytes, t.element_type)
         elif isinstance(op, mem.AllocaOp):
             dyn = [b.index(d) for d in op.dims]
             elem = llvm_element_type(t.element_type)
@@ -579,6 +584,8 @@ class MemLowering:
                 ptr = fb(llvm.AllocaOp(fb.const(n), elem, alignment=64)).results[0]
             else:
                 ptr = b(llvm.AllocaOp(n, elem, alignment=64)).results[0]
+            if self.checker is not None:  # where it is allocated (each iteration), not hoisted
+                self.checker.poison(self, b, ptr, b.mul(n, element_bytes(t.element_type)), t.element_type)
         elif isinstance(op, mem.ArenaOp):
             dyn = [b.index(op.size)] if op.size is not None else []
             size = self.numel(b, t, dyn)
@@ -588,10 +595,17 @@ class MemLowering:
             ptr, _ = self.desc(op, 0)
             dyn = [b.index(d) for d in op.dims]
         elif isinstance(op, mem.SlotOp):
+            arena_op = op.arena.owner if isinstance(op.arena.owner, mem.ArenaOp) else None
             base, _ = self.desc(op, 0)
             off = _const_int(op.offset)
             ptr = b.gep(base, off if off is not None else b.index(op.offset), i8)
             dyn = [b.index(d) for d in op.dims]
+            if self.checker is not None:  # the slot must fit in the arena; its bytes are fresh here
+                nbytes = self.numel(b, t, dyn, element_bytes(t.element_type))
+                fill = self.checker.guard_slot(self, b, op, arena_op, off if off is not None
+                                               else b.index(op.offset), nbytes)
+                fb = _Emitter(fill.last_op, self) if fill is not None else b
+                self.checker.poison(self, fb, ptr, nbytes, t.element_type)
         else:  # pragma: no cover - _PRODUCERS lists the cases above
             raise AssertionError(op.name)
         cast = b(UnrealizedConversionCastOp.get([ptr, *dyn], [t]))
@@ -728,6 +742,8 @@ class MemLowering:
         jb = _Emitter(op, self)
         for p, d in zip(dim_ptrs, dims):
             jb(llvm.StoreOp(jb.value(d), p, alignment=8))
+        if self.checker is not None:
+            self.checker.poison(self, jb, join.args[0], nbytes, t.element_type)
         cast = jb(UnrealizedConversionCastOp.get([join.args[0], *dyn], [t]))
         _replace(op, cast.results)
 
@@ -736,6 +752,8 @@ class MemLowering:
     def lower_load(self, op: mem.LoadOp) -> None:
         b = _Emitter(op, self)
         ptr, t = self.address(b, op, 0, op.indices)
+        if self.checker is not None:
+            ptr = self.checker.guard(self, b, op, 0, ptr)
         res_t = convert_type(op.result.type)
         if _is_bool(t.element_type):
             # i1 lives in memory as one byte (NumPy's bool); a vector of i1 would be bit-packed
@@ -752,6 +770,8 @@ class MemLowering:
     def lower_store(self, op: mem.StoreOp) -> None:
         b = _Emitter(op, self)
         ptr, t = self.address(b, op, 1, op.indices)
+        if self.checker is not None:
+            ptr = self.checker.guard(self, b, op, 1, ptr)
         value = to_llvm(op.value, None, op)
         if _is_bool(t.element_type):
             value = b(llvm.ZExtOp(value, _as_bytes(value.type))).results[0]
@@ -964,6 +984,9 @@ class ConvertMemToLlvmPass(ModulePass):
 
     name = "convert-mem-to-llvm"
 
+    checks: bool = False
+    """Checked mode (passes/to_llvm/_checks.py): bounds-check every access, poison every fresh buffer."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        MemLowering(op).run()  # ends with the legality check (`failed to legalize operation 'mem.X'`)
+        MemLowering(op, self.checks).run()  # ends with the legality check (`failed to legalize operation 'mem.X'`)

@@ -55,12 +55,19 @@ def sample_cases():
     return chosen
 
 
+@pytest.mark.parametrize("checks", [False, True], ids=["plain", "checked"])
 @pytest.mark.parametrize("op", sorted(OP_TABLE))
-def test_node_case_per_op(op, sample_cases, tmp_path):
+def test_node_case_per_op(op, checks, sample_cases, tmp_path, monkeypatch):
+    """Also in checked mode (MINIMLIR_CHECKS=1: bounds checks and poison, backend/checks.py)."""
+    from minimlir.backend import checks as rt_checks
+
     assert op in sample_cases, f"no supported onnx node test case uses {op}"
+    monkeypatch.setenv("MINIMLIR_CHECKS", "1" if checks else "0")
+    before = rt_checks.calls
     case, tc = sample_cases[op]
     result = conformance.run_case_dir(conformance.write_node_case(case, tc, tmp_path))
     assert result.status == "pass", f"{case.name}: {result.status}: {result.message}"
+    assert (rt_checks.calls > before) == checks
 
 
 def test_light_model_squeezenet(tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from _determinism import assert_repeatable
 from minimlir.backend.runtime import compile_mlir_text
 from minimlir.dialects import graph
 from minimlir.frontend.onnx_import import DYNAMIC, import_onnx
@@ -62,3 +63,4 @@ def test_transformer_export_matches_onnxruntime_at_two_sizes(model, pipeline):
         out = np.asarray(out[0] if isinstance(out, list | tuple) else out)
         assert out.shape == ref.shape
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+        assert_repeatable(lambda: [prog(*feeds.values())], f"{model} at {(batch, seq)}")
