@@ -41,7 +41,6 @@ printed. Bad IR, a failing or crashing pass, and LLVM errors raise `CompileError
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib.metadata
 import importlib.util
@@ -66,18 +65,12 @@ from minimlir.passes._memref_abi import (
     numpy_dtype_name,
     shape_list,
 )
-from minimlir.runtime._native import (  # re-exported: the JIT's call machinery
-    CTYPES as _CTYPES,
-    STATUS_BAD_OUT,
-    STATUS_NO_MEMORY,
-    STATUS_OK,
+from minimlir.runtime._native import (  # the JIT's call machinery (ArgumentError, NativeError re-exported)
     ArgumentError,
     NativeError,
     NativeFunction,
     as_array as _as_array,
-    check_array,
     libc_free,
-    shape_str as _shape_str,
     wrap_owned as _wrap_owned,
 )
 
