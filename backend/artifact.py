@@ -704,16 +704,19 @@ def _objects(parts: list[str], optimized: bool, target: _target.Target, opt_leve
     from minimlir.backend import jit
 
     tm = _target.machine_for(target, opt_level)
-    out = []
-    for k, text in enumerate(parts):
-        text = _LAYOUT_LINE.sub("", _TRIPLE_LINE.sub(f'target triple = "{target.triple}"', text))
-        with jit._llvm_lock:
+    objs: list[bytes] = []
+    for text in parts:
+        # the target's triple and data layout (the lowering wrote the host's)
+        text = _TRIPLE_LINE.sub(f'target datalayout = "{tm.target_data}"\ntarget triple = "{target.triple}"',
+                                _LAYOUT_LINE.sub("", text), count=1)
+        if not optimized:  # optimize + code generation, in parallel parts for a big module
+            objs.extend(jit.compile_split(text, tm, opt_level, target=target)[0])
+            continue
+        with jit._llvm_lock:  # the JIT's optimized IR: code generation only
             mod = jit.parse_ir(text)
-            mod.triple = target.triple
-            mod.data_layout = str(tm.target_data)
-            if not optimized:
-                jit.optimize(mod, tm, opt_level)
-            obj = tm.emit_object(mod)
+            objs.append(tm.emit_object(mod))
+    out = []
+    for k, obj in enumerate(objs):
         file = tmp / f"part{k}.o"
         file.write_bytes(obj)
         out.append(file)

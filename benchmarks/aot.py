@@ -75,6 +75,7 @@ def ort_ms(path: Path, x: np.ndarray, runs: int, threads: int) -> float | None:
         import onnxruntime as ort
     except ImportError:
         return None
+    ort.set_default_logger_severity(3)  # not the light models' "initializer in graph inputs" warnings
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])

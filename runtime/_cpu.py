@@ -9,7 +9,7 @@ required features from: only features listed here are recorded and checked).
 from __future__ import annotations
 
 import functools
-import platform
+import os
 
 CPUINFO_FLAGS: dict[str, dict[str, str]] = {
     "x86_64": {
@@ -32,7 +32,7 @@ CPUINFO_FLAGS: dict[str, dict[str, str]] = {
 
 
 def host_arch() -> str:
-    m = platform.machine().lower()
+    m = os.uname().machine.lower()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
 
 

@@ -390,9 +390,13 @@ def test_schedule_takes_the_target():
         _target.resolve("riscv64-linux-gnu", None)
 
 
-def test_generic_cpu_runs_here(built, tmp_path):
+def test_generic_cpu_runs_here(built, tmp_path, monkeypatch):
+    from minimlir.backend import jit
     from minimlir.backend.artifact import build
 
+    # LLVM in two parts, one in a child process: it must make position-independent generic code too
+    monkeypatch.setattr(jit, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setenv("MINIMLIR_LLVM_JOBS", "2")
     art = build(CONV, tmp_path / "generic.so", cpu="generic", weights="embed")
     assert art.metadata["target"]["cpu"] == "x86-64" and art.metadata["target"]["vector_width"] == 4
     x = _c_inputs((2, 3, 16, 16))
