@@ -70,6 +70,18 @@ def test_files_and_metadata(built):
     assert s.path.stat().st_size < s.params_path.stat().st_size + 200_000
 
 
+def test_export_of_a_cache_hit(tmp_path):
+    """A model the compile cache served (no pass, no LLVM ran) exports the same artifact."""
+    cold = compile(MLP, cache=tmp_path / "cache")
+    hot = compile(MLP, cache=tmp_path / "cache")
+    assert hot.program.cache_hit and not cold.program.cache_hit
+    x = _c_inputs((2, 64))
+    a = rt.load(cold.export(tmp_path / "cold.so").path)(x)[0]
+    b = rt.load(hot.export(tmp_path / "hot.so").path)(x)[0]
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, cold(x)[0])
+
+
 def test_only_the_interface_is_exported(built):
     out = subprocess.run(["nm", "-D", "--defined-only", str(built["embed"].path)], capture_output=True, text=True)
     if out.returncode != 0:
