@@ -398,13 +398,14 @@ def _is_llvm_module(module: ModuleOp) -> bool:
 
 # ---------------------------------------------------------------- compile cache key
 
-_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.tools")
+_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.runtime",
+                         "minimlir.tools")
 
 
 @functools.cache
 def source_fingerprint(packages: tuple[str, ...] = _FINGERPRINT_PACKAGES) -> str:
     """sha256 over (path, size, mtime) of every .py file of `packages` (default: minimlir's passes,
-    dialects, backend and tools): editing a pass (or the pipeline runner) invalidates the compile
+    dialects, backend, runtime and tools): editing a pass (or the pipeline runner) invalidates the compile
     cache. Computed once per process and package list (a stat per file, no reading)."""
     parts: list[str] = []
     for name in packages:
