@@ -347,10 +347,12 @@ def split_ir(ir_text: str, parts: int) -> list[str] | None:
     return out
 
 
-def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: int | None = None
-                  ) -> tuple[list[bytes], str]:
+def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: int | None = None,
+                  target: Any = None) -> tuple[list[bytes], str]:
     """Optimize and code-generate `ir_text` in parts in parallel: (objects, optimized IR of the parts
-    joined by PART_MARKER). One part (no child process) when the module is small or one core."""
+    joined by PART_MARKER). One part (no child process) when the module is small or one core.
+    `target`: an artifact's backend/_target.py Target (`tm` is its machine_for): the children make
+    position-independent code for it instead of the JIT's host code."""
     if parts is None:
         env = os.environ.get("MINIMLIR_LLVM_JOBS", "")
         if env.isdigit() and int(env) > 0:
@@ -367,6 +369,9 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
             return [tm.emit_object(mod)], str(mod)
     cmd = [sys.executable, "-m", "minimlir.backend._llvm_worker", _target.host_triple(), _target.host_cpu(),
            _target.host_features(), str(opt_level)]
+    if target is not None:
+        cmd[3:6] = [target.triple, target.cpu, target.features]
+        cmd.append("pic")
     # the child finds minimlir (and llvmlite) where this process does, installed or not
     child_env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     children = []

@@ -41,14 +41,12 @@ printed. Bad IR, a failing or crashing pass, and LLVM errors raise `CompileError
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib.metadata
 import importlib.util
 import json
 import os
 import warnings as _warnings
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,20 +66,17 @@ from minimlir.passes.to_llvm._memref_abi import (
     numpy_dtype_name,
     shape_list,
 )
+from minimlir.runtime._native import (  # the JIT's call machinery (the errors re-exported)
+    ArgumentError,
+    DimCheckError,
+    NativeError,
+    NativeFunction,
+    as_array as _as_array,
+    libc_free,
+    wrap_owned as _wrap_owned,
+)
 
 METADATA_VERSION = 1
-
-
-class ArgumentError(ValueError):
-    """A call's arguments do not fit the compiled function (raised before native code runs)."""
-
-
-class DimCheckError(ArgumentError):
-    """The inputs' dims break a symbolic constraint of the model (`graph.dim_checks`)."""
-
-
-class NativeError(RuntimeError):
-    """The native function returned a non-zero status."""
 
 
 class CompileWarning(UserWarning):
@@ -100,7 +95,6 @@ __all__ = [
     "compile_stats",
 ]
 
-STATUS_OK, STATUS_BAD_OUT, STATUS_NO_MEMORY = 0, 1, 2
 
 
 # ------------------------------------------------------------------------------ metadata
@@ -178,20 +172,12 @@ def collect_metadata(module: ModuleOp, entry: str | Sequence[str] | None = None)
     return {"version": METADATA_VERSION, "functions": functions}
 
 
-# ------------------------------------------------------------------------------ memory
+# ------------------------------------------------------------------------------ memory and calls
+# The call machinery (checks, pointers, owned outputs) is minimlir.runtime._native's, shared with
+# the artifact loader; natively allocated outputs are freed with FREE (the JIT's aligned_alloc is
+# the process libc's), a module global looked up at free time, so tests can count frees.
 
-
-def _libc_free() -> Any:
-    libc = ctypes.CDLL(None)
-    free = libc.free
-    free.argtypes = [ctypes.c_void_p]
-    free.restype = None
-    return free
-
-
-# The deallocator of natively allocated outputs (the JIT's aligned_alloc is the process libc's).
-# A module global looked up at free time, so tests can count frees.
-FREE = _libc_free()
+FREE = libc_free()
 
 
 def _release(ptr: int) -> None:
@@ -200,259 +186,7 @@ def _release(ptr: int) -> None:
 
 def wrap_owned(ptr: int, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """A NumPy array over `ptr` (malloc'd by native code) that frees it when collected."""
-    count = int(np.prod(shape, dtype=np.int64))
-    nbytes = count * dtype.itemsize
-    owner = (ctypes.c_char * max(nbytes, 1)).from_address(ptr)
-    weakref.finalize(owner, _release, ptr)
-    return np.frombuffer(owner, dtype=dtype, count=count).reshape(tuple(shape))
-
-
-# ------------------------------------------------------------------------------ calls
-
-
-def _shape_str(shape: Sequence[int | None]) -> str:
-    parts = ["?" if d is None else str(d) for d in shape]
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-
-def _as_array(value: Any, what: str, allow_copy: bool) -> np.ndarray:
-    if isinstance(value, np.ndarray):
-        return value
-    if hasattr(value, "__dlpack__"):
-        try:
-            return np.from_dlpack(value)
-        except Exception as e:  # e.g. a device array
-            raise ArgumentError(f"{what}: cannot import the DLPack array: {e}") from None
-    if allow_copy:
-        return np.asarray(value)
-    raise ArgumentError(
-        f"{what}: expected a NumPy array or a DLPack-capable array, got {type(value).__name__}"
-    )
-
-
-def check_array(
-    a: np.ndarray, spec: Mapping[str, Any], what: str, allow_copy: bool, writable: bool = False
-) -> np.ndarray:
-    """Check dtype, rank, static dims and layout of `a` against a memref spec; returns the
-    array to pass (a contiguous copy only when `allow_copy`)."""
-    dtype = np.dtype(spec["dtype"])
-    shape = spec["shape"]
-    if a.dtype != dtype:
-        raise ArgumentError(f"{what}: expected dtype {dtype.name} but got {a.dtype.name}")
-    if a.ndim != len(shape):
-        raise ArgumentError(
-            f"{what}: expected rank {len(shape)} (shape {_shape_str(shape)}) but got rank "
-            f"{a.ndim} (shape {_shape_str(a.shape)})"
-        )
-    if any(s is not None and s != d for s, d in zip(shape, a.shape)):
-        raise ArgumentError(f"{what}: expected shape {_shape_str(shape)} but got {_shape_str(a.shape)}")
-    if writable and not a.flags.writeable:
-        raise ArgumentError(f"{what}: the array is read-only")
-    if not a.flags.c_contiguous:
-        if allow_copy and not writable:
-            return np.ascontiguousarray(a)
-        hint = "" if writable else " (or build the program with allow_copy=True)"
-        raise ArgumentError(
-            f"{what}: the array is not C-contiguous (strides {a.strides}); pass "
-            f"np.ascontiguousarray(...){hint}"
-        )
-    if not a.dtype.isnative:
-        raise ArgumentError(f"{what}: byte order must be native")
-    return a
-
-
-_CTYPES = {
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-    "int64": ctypes.c_int64,
-    "int32": ctypes.c_int32,
-    "int16": ctypes.c_int16,
-    "int8": ctypes.c_int8,
-    "uint8": ctypes.c_uint8,
-    "bool": ctypes.c_bool,
-}
-
-
-class NativeFunction:
-    """One compiled function; call it with arrays (positional or by argument name)."""
-
-    def __init__(self, program: CompiledProgram, name: str, meta: Mapping[str, Any], address: int):
-        self.program = program
-        self.name = name
-        self.meta = meta
-        self.inputs = [a for a in meta["args"] if a["param"] is None]
-        self.params = [a for a in meta["args"] if a["param"] is not None]
-        self.results = meta["results"]
-        argtypes: list[Any] = []
-        for a in meta["args"]:
-            if a["kind"] == "memref":
-                argtypes.append(ctypes.c_void_p)
-                argtypes.extend(ctypes.c_int64 for s in a["shape"] if s is None)
-            else:
-                if a["dtype"] not in _CTYPES:
-                    raise ArgumentError(f"@{name}: scalar argument type {a['dtype']} is not supported")
-                argtypes.append(_CTYPES[a["dtype"]])
-        if meta["abi"] == "entry":
-            argtypes.append(ctypes.c_void_p)
-            restype: Any = ctypes.c_int32
-        elif self.results:
-            restype = _CTYPES[self.results[0]["dtype"]]
-        else:
-            restype = None
-        self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
-
-    def __repr__(self) -> str:
-        sig = ", ".join(f"{a['name']}: {a['dtype']}{_shape_str(a['shape'])}" for a in self.inputs)
-        return f"<minimlir function {self.name}({sig})>"
-
-    def _expected(self) -> str:
-        """`expected inputs: x: float32(?, 3), y: float32(3,)` (params are bound, not passed)."""
-        if not self.inputs:
-            return "expected no inputs"
-        listed = ", ".join(f"{a['name']}: {a['dtype']}{_shape_str(a['shape'])}" for a in self.inputs)
-        return f"expected input(s): {listed}"
-
-    def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
-        n = len(self.inputs)
-        if len(args) > n:
-            raise ArgumentError(
-                f"{self.name}() takes {n} input(s) but {len(args)} were given; {self._expected()}"
-            )
-        values: dict[str, Any] = {a["name"]: v for a, v in zip(self.inputs, args)}
-        for key, v in kwargs.items():
-            if key not in {a["name"] for a in self.inputs}:
-                raise ArgumentError(f"{self.name}() got an unexpected input '{key}'; {self._expected()}")
-            if key in values:
-                raise ArgumentError(f"{self.name}() got input '{key}' twice")
-            values[key] = v
-        missing = [a["name"] for a in self.inputs if a["name"] not in values]
-        if missing:
-            raise ArgumentError(
-                f"{self.name}(): missing input(s) {', '.join(repr(m) for m in missing)}; "
-                f"{self._expected()}"
-            )
-        return [values[a["name"]] for a in self.inputs]
-
-    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
-        allow_copy = self.program.allow_copy
-        given = iter(self._bind(args, kwargs))
-        keep: list[np.ndarray] = []  # arrays whose memory the call uses
-        native: list[Any] = []
-        dims_seen: dict[str, tuple[int, str]] = {}
-        given_shapes: list[tuple[str, Any, tuple[int, ...]]] = []
-        for a in self.meta["args"]:
-            if a["param"] is not None:
-                what = f"param '{a['param']}'"
-                arr = check_array(self.program.param(a["param"], self.name), a, what, allow_copy)
-            else:
-                what = f"input '{a['name']}'"
-                value = next(given)
-                if a["kind"] == "scalar":
-                    native.append(_CTYPES[a["dtype"]](value))
-                    continue
-                arr = check_array(_as_array(value, what, allow_copy), a, what, allow_copy)
-            for k, (n, d) in enumerate(zip(a.get("dim_names") or (), arr.shape)):
-                if not n:
-                    continue
-                if n in dims_seen and dims_seen[n][0] != d:
-                    other_d, other = dims_seen[n]
-                    raise ArgumentError(
-                        f"{what}: dim {k} ('{n}') is {d} but {other} has '{n}' = {other_d}"
-                    )
-                dims_seen.setdefault(n, (d, what))
-            if a["param"] is None:
-                given_shapes.append((a["name"], a.get("dim_names") or (), arr.shape))
-            keep.append(arr)
-            native.append(arr.ctypes.data)
-            native.extend(d for d, s in zip(arr.shape, a["shape"]) if s is None)
-        if self.meta.get("dim_checks"):
-            from minimlir.dialects._shapes import failed_check
-
-            if (msg := failed_check(self.meta["dim_checks"], given_shapes)) is not None:
-                raise DimCheckError(msg)
-        if self.meta["abi"] != "entry":
-            if out is not None:
-                raise ArgumentError(f"{self.name}() has no memref results: out= is not allowed")
-            if self.program.checked:  # checked mode: backend/checks.py
-                with _checks.CheckedCall(self.name) as c:
-                    value = self._cfunc(*native)
-                if (err := c.violation()) is not None:
-                    raise err
-                return value
-            return self._cfunc(*native)
-        return self._call_entry(native, out, keep)
-
-    def _outs(self, out: Any) -> list[np.ndarray | None]:
-        n = len(self.results)
-        if out is None:
-            return [None] * n
-        outs = list(out) if isinstance(out, list | tuple) else [out]
-        if len(outs) != n:
-            raise ArgumentError(f"{self.name}(): out= needs {n} array(s) (or None), got {len(outs)}")
-        checked: list[np.ndarray | None] = []
-        for r, o in zip(self.results, outs):
-            if o is None:
-                checked.append(None)
-                continue
-            what = f"out= for result '{r['name']}'"
-            arr = _as_array(o, what, False)
-            checked.append(check_array(arr, r, what, False, writable=True))
-        return checked
-
-    def _call_entry(self, native: list[Any], out: Any, keep: list[np.ndarray]) -> Any:
-        outs = self._outs(out)
-        offsets = [0]
-        for r in self.results:
-            offsets.append(offsets[-1] + 1 + len(r["shape"]))
-        slots = (ctypes.c_int64 * max(offsets[-1], 1))()
-        for off, o in zip(offsets, outs):
-            if o is not None:
-                slots[off] = o.ctypes.data
-                for k, d in enumerate(o.shape):
-                    slots[off + 1 + k] = d
-        checked = None
-        if self.program.checked:  # checked mode: backend/checks.py
-            with _checks.CheckedCall(self.name) as checked:
-                status = self._cfunc(*native, ctypes.addressof(slots))
-        else:
-            status = self._cfunc(*native, ctypes.addressof(slots))
-        del keep
-        results: list[np.ndarray] = []
-        owned: list[int] = []
-        for r, off, o in zip(self.results, offsets, outs):
-            if o is None and slots[off]:
-                owned.append(slots[off])
-        if checked is not None and (err := checked.violation()) is not None:
-            for ptr in owned:
-                _release(ptr)
-            raise err
-        if status != STATUS_OK:
-            for ptr in owned:
-                _release(ptr)
-            if status == STATUS_NO_MEMORY:
-                raise MemoryError(f"{self.name}(): out of memory (a native allocation failed)")
-            if status == STATUS_BAD_OUT:
-                for r, off, o in zip(self.results, offsets, outs):
-                    if o is None:
-                        continue
-                    computed = tuple(slots[off + 1 + k] for k in range(len(r["shape"])))
-                    if computed != o.shape:
-                        raise ArgumentError(
-                            f"out= for result '{r['name']}': the computed shape is "
-                            f"{_shape_str(computed)} but the array has shape {_shape_str(o.shape)}"
-                        )
-            raise NativeError(f"{self.name}() failed with status {status}")
-        for r, off, o in zip(self.results, offsets, outs):
-            if o is not None:
-                results.append(o)
-                continue
-            shape = [slots[off + 1 + k] for k in range(len(r["shape"]))]
-            results.append(wrap_owned(slots[off], shape, np.dtype(r["dtype"])))
-        if checked is not None:
-            err = _checks.poisoned_outputs(self.name, results, [r["name"] for r in self.results])
-            if err is not None:
-                raise err
-        return results[0] if len(results) == 1 else tuple(results)
+    return _wrap_owned(ptr, shape, dtype, _release)
 
 
 class CompiledProgram:
@@ -493,6 +227,23 @@ class CompiledProgram:
 
             params = load_params(params)
         self._params = dict(params)
+
+    def release(self, ptr: int) -> None:
+        """Free a buffer the native code allocated (an output nothing refers to any more)."""
+        _release(ptr)
+
+    def check_dims(self, checks: Any, given_shapes: list[tuple[str, Any, tuple[int, ...]]]) -> str | None:
+        """The message of the first `graph.dim_checks` constraint the inputs break, else None."""
+        from minimlir.dialects._shapes import failed_check
+
+        return failed_check(checks, given_shapes)
+
+    def checked_call(self, name: str) -> Any:
+        """Checked mode (backend/checks.py): a context that collects the call's first violation."""
+        return _checks.CheckedCall(name) if self.checked else None
+
+    def check_outputs(self, name: str, results: list[np.ndarray], names: list[str]) -> Exception | None:
+        return _checks.poisoned_outputs(name, results, names) if self.checked else None
 
     def param(self, name: str, function: str) -> np.ndarray:
         if name not in self._params:
@@ -668,13 +419,14 @@ def _is_llvm_module(module: ModuleOp) -> bool:
 
 # ---------------------------------------------------------------- compile cache key
 
-_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.tools")
+_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.runtime",
+                         "minimlir.tools")
 
 
 @functools.cache
 def source_fingerprint(packages: tuple[str, ...] = _FINGERPRINT_PACKAGES) -> str:
     """sha256 over (path, size, mtime) of every .py file of `packages` (default: minimlir's passes,
-    dialects, backend and tools): editing a pass (or the pipeline runner) invalidates the compile
+    dialects, backend, runtime and tools): editing a pass (or the pipeline runner) invalidates the compile
     cache. Computed once per process and package list (a stat per file, no reading)."""
     parts: list[str] = []
     for name in packages:

@@ -669,6 +669,15 @@ class CompiledModel:
 
     run = __call__
 
+    def export(self, path: str | os.PathLike[str], *, weights: str = "auto",
+               emit_header: bool | str | os.PathLike[str] = False):
+        """Write this model as a deployable shared object (backend/artifact.py): `weights` "embed"
+        (in .rodata), "separate" (`<stem>.params` beside it) or "auto"; run it with
+        `minimlir.runtime.load(path)`, no compiler needed. Returns an ArtifactInfo."""
+        from minimlir.backend.artifact import export_compiled
+
+        return export_compiled(self, path, weights=weights, emit_header=emit_header)
+
 
 def _shape_text(spec: TensorSpec) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"

@@ -26,7 +26,6 @@ from minimlir.passes.loop.schedule.default import (
     MatmulKnobs,
     VECTOR_WIDTH_ATTR,
     ScheduleConfig,
-    host_vector_width,
     schedule_module,
 )
 from minimlir.passes._diagnostics import emit_error
@@ -51,7 +50,8 @@ class LoopSchedulePass(ModulePass):
     lower: bool = True
 
     def config(self) -> ScheduleConfig:
-        width = self.width or host_vector_width()
+        target = ScheduleConfig.for_host()  # the host, or an artifact's target
+        width = self.width or target.width
         m = MatmulKnobs()
         m = dataclasses.replace(
             m,
@@ -66,7 +66,7 @@ class LoopSchedulePass(ModulePass):
         c = dataclasses.replace(c, rw=self.conv_rw or c.rw, nv=self.conv_nv or c.nv, parallel=self.parallel,
                                 vectorize=self.vectorize)
         g = GenericKnobs(parallel=self.parallel, vectorize=self.vectorize)
-        return ScheduleConfig(width=width, matmul=m, conv2d=c, generic=g)
+        return ScheduleConfig(width=width, registers=target.registers, matmul=m, conv2d=c, generic=g)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.width not in (0, 4, 8, 16):

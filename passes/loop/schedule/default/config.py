@@ -52,6 +52,7 @@ class ScheduleConfig:
     """All knobs of the default schedule. `width` is the vector width in f32 lanes."""
 
     width: int = 8
+    registers: int = 0  # vector registers (the register tiles' budget); 0: 32 with 16 lanes, else 16
     matmul: MatmulKnobs = field(default_factory=MatmulKnobs)
     conv2d: ConvKnobs = field(default_factory=ConvKnobs)
     generic: GenericKnobs = field(default_factory=GenericKnobs)
@@ -59,7 +60,18 @@ class ScheduleConfig:
 
     @staticmethod
     def for_host() -> ScheduleConfig:
+        """The knobs for the machine being compiled for: the host, or the target an artifact build
+        set with backend/_target.py `using` (`mini-compile --target/--cpu`)."""
+        from minimlir.backend import _target
+
+        target = _target.current()
+        if target is not None:
+            return ScheduleConfig(width=target.vector_width, registers=target.vector_registers)
         return ScheduleConfig(width=host_vector_width())
+
+    @property
+    def vector_registers(self) -> int:
+        return self.registers or (32 if self.width >= 16 else 16)
 
     def replace(self, **changes) -> ScheduleConfig:
         return dataclasses.replace(self, **changes)

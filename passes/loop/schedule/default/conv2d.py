@@ -255,7 +255,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     if ow_ext is not None and 2 * rw < c.rw:
         # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor still fits
         # the registers (about 24 vector accumulators with 32 registers, 12 with 16)
-        budget = 24 if cfg.width >= 16 else 12
+        budget = 24 if cfg.vector_registers >= 32 else 12
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv <= budget), rw)
 
     def main(s: Schedule) -> None:

@@ -1,0 +1,316 @@
+"""Calling compiled minimlir entry points from NumPy: argument checks, pointers, owned outputs.
+
+Needs only numpy and ctypes: the JIT (minimlir.backend.runtime) and the artifact loader
+(minimlir.runtime) both call native code through `NativeFunction`, so an artifact checks its
+inputs exactly as the JIT does.
+
+`meta` is one function of the runtime metadata (backend/runtime.py `collect_metadata`):
+
+    {"abi": "entry", "args": [{"name": "x", "kind": "memref", "dtype": "float32",
+      "shape": [null, 3], "dim_names": ["batch", ""], "param": null}, ...],
+     "results": [{"name": "y", "kind": "memref", "dtype": "float32", "shape": [null, 3]}]}
+
+The native "entry" ABI: every memref argument is its data pointer followed by its dynamic dims
+(int64, in order); then one pointer to the result slots (per result: data pointer, then every dim,
+as int64; a null data pointer means "allocate it"); the return value is an int32 status: 0 ok,
+1 an out= array has the wrong (dynamic) shape, 2 out of memory.
+
+A program (anything with `allow_copy`, `param(name, function)` and `release(ptr)`) owns the
+functions: `param` gives the weight bound to a `mem.param` argument, `release` frees a buffer the
+native code allocated (an output no array owns any more). Optional hooks, where the compiler is
+there (the JIT's program has them): `check_dims(checks, shapes)` for a function's symbolic
+`dim_checks`, and checked mode's `checked_call(name)` (a context with `violation()`) and
+`check_outputs(name, results, names)`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+
+class ArgumentError(ValueError):
+    """A call's arguments do not fit the compiled function (raised before native code runs)."""
+
+
+class DimCheckError(ArgumentError):
+    """The inputs' dims break a symbolic constraint of the model (`graph.dim_checks`)."""
+
+
+class NativeError(RuntimeError):
+    """The native function returned a non-zero status."""
+
+
+STATUS_OK, STATUS_BAD_OUT, STATUS_NO_MEMORY = 0, 1, 2
+
+
+def libc_free() -> Any:
+    libc = ctypes.CDLL(None)
+    free = libc.free
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+    return free
+
+
+def wrap_owned(ptr: int, shape: Sequence[int], dtype: np.dtype, release: Callable[[int], None]) -> np.ndarray:
+    """A NumPy array over `ptr` (allocated by native code) that calls `release(ptr)` when collected."""
+    count = int(np.prod(shape, dtype=np.int64))
+    nbytes = count * dtype.itemsize
+    owner = (ctypes.c_char * max(nbytes, 1)).from_address(ptr)
+    weakref.finalize(owner, release, ptr)
+    return np.frombuffer(owner, dtype=dtype, count=count).reshape(tuple(shape))
+
+def shape_str(shape: Sequence[int | None]) -> str:
+    parts = ["?" if d is None else str(d) for d in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def as_array(value: Any, what: str, allow_copy: bool) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except Exception as e:  # e.g. a device array
+            raise ArgumentError(f"{what}: cannot import the DLPack array: {e}") from None
+    if allow_copy:
+        return np.asarray(value)
+    raise ArgumentError(
+        f"{what}: expected a NumPy array or a DLPack-capable array, got {type(value).__name__}"
+    )
+
+
+def check_array(
+    a: np.ndarray, spec: Mapping[str, Any], what: str, allow_copy: bool, writable: bool = False
+) -> np.ndarray:
+    """Check dtype, rank, static dims and layout of `a` against a memref spec; returns the
+    array to pass (a contiguous copy only when `allow_copy`)."""
+    dtype = np.dtype(spec["dtype"])
+    shape = spec["shape"]
+    if a.dtype != dtype:
+        raise ArgumentError(f"{what}: expected dtype {dtype.name} but got {a.dtype.name}")
+    if a.ndim != len(shape):
+        raise ArgumentError(
+            f"{what}: expected rank {len(shape)} (shape {shape_str(shape)}) but got rank "
+            f"{a.ndim} (shape {shape_str(a.shape)})"
+        )
+    if any(s is not None and s != d for s, d in zip(shape, a.shape)):
+        raise ArgumentError(f"{what}: expected shape {shape_str(shape)} but got {shape_str(a.shape)}")
+    if writable and not a.flags.writeable:
+        raise ArgumentError(f"{what}: the array is read-only")
+    if not a.flags.c_contiguous:
+        if allow_copy and not writable:
+            return np.ascontiguousarray(a)
+        hint = "" if writable else " (or build the program with allow_copy=True)"
+        raise ArgumentError(
+            f"{what}: the array is not C-contiguous (strides {a.strides}); pass "
+            f"np.ascontiguousarray(...){hint}"
+        )
+    if not a.dtype.isnative:
+        raise ArgumentError(f"{what}: byte order must be native")
+    return a
+
+
+CTYPES = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int64": ctypes.c_int64,
+    "int32": ctypes.c_int32,
+    "int16": ctypes.c_int16,
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "bool": ctypes.c_bool,
+}
+
+
+class NativeFunction:
+    """One compiled function; call it with arrays (positional or by argument name)."""
+
+    def __init__(self, program: Any, name: str, meta: Mapping[str, Any], address: int):
+        self.program = program
+        self.name = name
+        self.meta = meta
+        self.inputs = [a for a in meta["args"] if a["param"] is None]
+        self.params = [a for a in meta["args"] if a["param"] is not None]
+        self.results = meta["results"]
+        argtypes: list[Any] = []
+        for a in meta["args"]:
+            if a["kind"] == "memref":
+                argtypes.append(ctypes.c_void_p)
+                argtypes.extend(ctypes.c_int64 for s in a["shape"] if s is None)
+            else:
+                if a["dtype"] not in CTYPES:
+                    raise ArgumentError(f"@{name}: scalar argument type {a['dtype']} is not supported")
+                argtypes.append(CTYPES[a["dtype"]])
+        if meta["abi"] == "entry":
+            argtypes.append(ctypes.c_void_p)
+            restype: Any = ctypes.c_int32
+        elif self.results:
+            restype = CTYPES[self.results[0]["dtype"]]
+        else:
+            restype = None
+        self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{a['name']}: {a['dtype']}{shape_str(a['shape'])}" for a in self.inputs)
+        return f"<minimlir function {self.name}({sig})>"
+
+    def _expected(self) -> str:
+        """`expected inputs: x: float32(?, 3), y: float32(3,)` (params are bound, not passed)."""
+        if not self.inputs:
+            return "expected no inputs"
+        listed = ", ".join(f"{a['name']}: {a['dtype']}{shape_str(a['shape'])}" for a in self.inputs)
+        return f"expected input(s): {listed}"
+
+    def _bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        n = len(self.inputs)
+        if len(args) > n:
+            raise ArgumentError(
+                f"{self.name}() takes {n} input(s) but {len(args)} were given; {self._expected()}"
+            )
+        values: dict[str, Any] = {a["name"]: v for a, v in zip(self.inputs, args)}
+        for key, v in kwargs.items():
+            if key not in {a["name"] for a in self.inputs}:
+                raise ArgumentError(f"{self.name}() got an unexpected input '{key}'; {self._expected()}")
+            if key in values:
+                raise ArgumentError(f"{self.name}() got input '{key}' twice")
+            values[key] = v
+        missing = [a["name"] for a in self.inputs if a["name"] not in values]
+        if missing:
+            raise ArgumentError(
+                f"{self.name}(): missing input(s) {', '.join(repr(m) for m in missing)}; "
+                f"{self._expected()}"
+            )
+        return [values[a["name"]] for a in self.inputs]
+
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        allow_copy = self.program.allow_copy
+        given = iter(self._bind(args, kwargs))
+        keep: list[np.ndarray] = []  # arrays whose memory the call uses
+        native: list[Any] = []
+        dims_seen: dict[str, tuple[int, str]] = {}
+        given_shapes: list[tuple[str, Any, tuple[int, ...]]] = []
+        for a in self.meta["args"]:
+            if a["param"] is not None:
+                what = f"param '{a['param']}'"
+                arr = check_array(self.program.param(a["param"], self.name), a, what, allow_copy)
+            else:
+                what = f"input '{a['name']}'"
+                value = next(given)
+                if a["kind"] == "scalar":
+                    native.append(CTYPES[a["dtype"]](value))
+                    continue
+                arr = check_array(as_array(value, what, allow_copy), a, what, allow_copy)
+            for k, (n, d) in enumerate(zip(a.get("dim_names") or (), arr.shape)):
+                if not n:
+                    continue
+                if n in dims_seen and dims_seen[n][0] != d:
+                    other_d, other = dims_seen[n]
+                    raise ArgumentError(
+                        f"{what}: dim {k} ('{n}') is {d} but {other} has '{n}' = {other_d}"
+                    )
+                dims_seen.setdefault(n, (d, what))
+            if a["param"] is None:
+                given_shapes.append((a["name"], a.get("dim_names") or (), arr.shape))
+            keep.append(arr)
+            native.append(arr.ctypes.data)
+            native.extend(d for d, s in zip(arr.shape, a["shape"]) if s is None)
+        check_dims = getattr(self.program, "check_dims", None)
+        if self.meta.get("dim_checks") and check_dims is not None:
+            if (msg := check_dims(self.meta["dim_checks"], given_shapes)) is not None:
+                raise DimCheckError(msg)
+        if self.meta["abi"] != "entry":
+            if out is not None:
+                raise ArgumentError(f"{self.name}() has no memref results: out= is not allowed")
+            checked = self._checked_call()
+            if checked is None:
+                return self._cfunc(*native)
+            with checked:
+                value = self._cfunc(*native)
+            if (err := checked.violation()) is not None:
+                raise err
+            return value
+        return self._call_entry(native, out, keep)
+
+    def _checked_call(self) -> Any:
+        hook = getattr(self.program, "checked_call", None)
+        return hook(self.name) if hook is not None else None
+
+    def _outs(self, out: Any) -> list[np.ndarray | None]:
+        n = len(self.results)
+        if out is None:
+            return [None] * n
+        outs = list(out) if isinstance(out, list | tuple) else [out]
+        if len(outs) != n:
+            raise ArgumentError(f"{self.name}(): out= needs {n} array(s) (or None), got {len(outs)}")
+        checked: list[np.ndarray | None] = []
+        for r, o in zip(self.results, outs):
+            if o is None:
+                checked.append(None)
+                continue
+            what = f"out= for result '{r['name']}'"
+            arr = as_array(o, what, False)
+            checked.append(check_array(arr, r, what, False, writable=True))
+        return checked
+
+    def _call_entry(self, native: list[Any], out: Any, keep: list[np.ndarray]) -> Any:
+        outs = self._outs(out)
+        offsets = [0]
+        for r in self.results:
+            offsets.append(offsets[-1] + 1 + len(r["shape"]))
+        slots = (ctypes.c_int64 * max(offsets[-1], 1))()
+        for off, o in zip(offsets, outs):
+            if o is not None:
+                slots[off] = o.ctypes.data
+                for k, d in enumerate(o.shape):
+                    slots[off + 1 + k] = d
+        checked = self._checked_call()
+        if checked is None:
+            status = self._cfunc(*native, ctypes.addressof(slots))
+        else:
+            with checked:
+                status = self._cfunc(*native, ctypes.addressof(slots))
+        del keep
+        results: list[np.ndarray] = []
+        owned: list[int] = []
+        for r, off, o in zip(self.results, offsets, outs):
+            if o is None and slots[off]:
+                owned.append(slots[off])
+        if checked is not None and (err := checked.violation()) is not None:
+            for ptr in owned:
+                self.program.release(ptr)
+            raise err
+        if status != STATUS_OK:
+            for ptr in owned:
+                self.program.release(ptr)
+            if status == STATUS_NO_MEMORY:
+                raise MemoryError(f"{self.name}(): out of memory (a native allocation failed)")
+            if status == STATUS_BAD_OUT:
+                for r, off, o in zip(self.results, offsets, outs):
+                    if o is None:
+                        continue
+                    computed = tuple(slots[off + 1 + k] for k in range(len(r["shape"])))
+                    if computed != o.shape:
+                        raise ArgumentError(
+                            f"out= for result '{r['name']}': the computed shape is "
+                            f"{shape_str(computed)} but the array has shape {shape_str(o.shape)}"
+                        )
+            raise NativeError(f"{self.name}() failed with status {status}")
+        for r, off, o in zip(self.results, offsets, outs):
+            if o is not None:
+                results.append(o)
+                continue
+            shape = [slots[off + 1 + k] for k in range(len(r["shape"]))]
+            results.append(wrap_owned(slots[off], shape, np.dtype(r["dtype"]), self.program.release))
+        check_outputs = getattr(self.program, "check_outputs", None)
+        if check_outputs is not None:
+            err = check_outputs(self.name, results, [r["name"] for r in self.results])
+            if err is not None:
+                raise err
+        return results[0] if len(results) == 1 else tuple(results)
+
+
