@@ -684,6 +684,7 @@ def compile(  # noqa: A001 (the one obvious name)
     pipeline: str | None = None,
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     print_ir: Callable[[str, str], None] | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModel:
     """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
 
@@ -693,15 +694,25 @@ def compile(  # noqa: A001 (the one obvious name)
     `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
+    `tuning_db`: a mini-tune record database; each kernel with a record for this CPU gets its best
+    schedule (minimlir.tuning.apply), one summary line goes to stderr.
     """
     t0 = time.perf_counter()
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
+    hook = None
+    if tuning_db is not None:
+        from minimlir.tuning.apply import TuningHook
+
+        hook = TuningHook(tuning_db)
+        pipeline_text += hook.cache_tag()  # the records are part of what is compiled
     slot = _cache_slot(model, cache, pipeline_text, entry)
     if slot is not None and not want_ir:
         hit = _cache_lookup(slot, model, params, num_threads)
         if hit is not None:
             hit.timings["total"] = time.perf_counter() - t0
+            if hook is not None:
+                hook.report(hit.remarks)
             return hit
     ctx = make_context()
     loaded = load(model, params=params, ctx=ctx)
@@ -744,7 +755,7 @@ def compile(  # noqa: A001 (the one obvious name)
     timings: dict[str, float] = {"import": t_load - t0}
     split, rest = None, pipeline if pipeline is not None else default_pipeline()
     if pipeline is None and not want_ir and graph_level(module):
-        split, rest = _lower_in_parallel(module, entry, loaded, ctx, remarks, timings)
+        split, rest = _lower_in_parallel(module, entry, loaded, ctx, remarks, timings, hook)
     if split is not None:
         found["metadata"] = split.metadata
         remarks = remarks + split.remarks
@@ -755,7 +766,7 @@ def compile(  # noqa: A001 (the one obvious name)
         lowered = lower(
             module, rest, ctx=ctx, name=loaded.name,
             on_ir=on_ir if want_ir else None, source_text=loaded.text,
-            before={"convert-mem-to-llvm": take_metadata},
+            before={"convert-mem-to-llvm": take_metadata, **({"loop-schedule": hook} if hook else {})},
         )
         remarks = remarks + lowered.remarks
         for k, v in lowered.pass_seconds.items():
@@ -772,9 +783,13 @@ def compile(  # noqa: A001 (the one obvious name)
             "error: cannot run a module given in the llvm dialect: the argument types are gone;"
             " start from graph- or mem-level IR"
         )
+    if hook is not None and hook.summary is not None:
+        remarks = remarks + [hook.summary.line()]  # stored with the cache entry, printed on a hit
     program = _compile_and_store(slot, module if split is None else (split.llvm_ir, split.signatures),
                                  found["metadata"], loaded, entry, inputs, outputs, remarks,
                                  num_threads, param_types, params_file)
+    if hook is not None:
+        hook.report()
     fn = _entry_callable(program, entry)
     t_end = time.perf_counter()
     timings.update(getattr(program.engine, "timings", {}))  # llvm-translate, llvm-compile, llvm-load
@@ -785,7 +800,7 @@ def compile(  # noqa: A001 (the one obvious name)
 
 
 def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Context, remarks: list[str],
-                       timings: dict[str, float]):
+                       timings: dict[str, float], after_prefix: Callable[[ModuleOp], None] | None = None):
     """The default pipeline with its per-function part on several cores (frontend/_split_lower.py):
     (the SplitResult, None) or, when `module` is to be lowered in this process after all, (None,
     the pipeline still to run on it: the whole default one, or its per-function part when the
@@ -797,6 +812,8 @@ def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Contex
     pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
     remarks.extend(pre.remarks)
     timings.update(pre.pass_seconds)
+    if after_prefix is not None:
+        after_prefix(module)
     try:
         return sl.lower_split(module, entry=entry, name=loaded.name, source_text=loaded.text), None
     except sl.SplitUnavailable:

@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--print-ir-after-all", action="store_true", help="print the input IR and the IR after every pass to stderr")
     a("--dump-ir", default=None, metavar="DIR", help="write the IR after every pass to DIR/NN-PASS.mlir")
     a("--no-cache", action="store_true", help="do not use the JIT's disk cache")
+    a("--tuning-db", default=None, metavar="FILE",
+      help="apply the best schedules of a mini-tune record database (prints one summary line)")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
     return p
@@ -242,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         params=args.params,
         print_ir=print_ir if args.print_ir_after_all else None,
+        **({"tuning_db": args.tuning_db} if args.tuning_db else {}),
     )
     if args.remarks:
         for r in model.remarks:
@@ -249,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
 
     given = collect_inputs(model.inputs, args.input)
     if isinstance(given, dict):
-        if args.random_inputs:
+        if args.random_inputs or (args.benchmark and not args.input):  # --benchmark alone: random inputs
             given = random_inputs(model.inputs, given, dims, args.seed)
         elif dims:
             raise UsageError("--dim only applies with --random-inputs")
