@@ -149,7 +149,6 @@ def model_latency(compiled, feeds, runs):
 
 
 def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
-    import onnx
     import onnxruntime as ort
 
     from minimlir.frontend import compile as compile_model
@@ -174,14 +173,13 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
                                        report_dir=str(work / f"{name}-report"), workdir=str(work / "w")),
                  tasks=tasks)
         wall = time.time() - t0
-        proto = onnx.load(path)
-        inp = proto.graph.input[0]
-        if name == "bert_like":
-            feeds = {inp.name: np.random.default_rng(0).integers(0, 1000, (1, 128)).astype(np.int64)}
-        else:
-            shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
-            feeds = {inp.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
         base = compile_model(path, cache=False, num_threads=args.threads)
+        spec = base.inputs[0]  # the real input (old exports list the initializers as inputs too)
+        if name == "bert_like":
+            feeds = {spec.name: np.random.default_rng(0).integers(0, 1000, (1, 128)).astype(np.int64)}
+        else:
+            shape = [d or 1 for d in spec.shape]
+            feeds = {spec.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
         tuned = compile_model(path, cache=False, num_threads=args.threads, tuning_db=str(db))
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
