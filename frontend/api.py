@@ -697,6 +697,7 @@ def compile(  # noqa: A001 (the one obvious name)
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     print_ir: Callable[[str, str], None] | None = None,
     checks: bool | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModel:
     """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
 
@@ -708,6 +709,8 @@ def compile(  # noqa: A001 (the one obvious name)
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
     `checks`: checked mode (default: $MINIMLIR_CHECKS): every load/store is bounds-checked and every
     fresh buffer poisoned; a fault raises `CheckError` (passes/to_llvm/_checks.py, backend/checks.py).
+    `tuning_db`: a mini-tune record database; each kernel with a record for this CPU gets its best
+    schedule (minimlir.tuning.apply), one summary line goes to stderr.
     """
     t0 = time.perf_counter()
     from minimlir.passes.to_llvm import _checks
@@ -716,11 +719,19 @@ def compile(  # noqa: A001 (the one obvious name)
         pipeline = _checks.checked_pipeline(pipeline if pipeline is not None else default_pipeline())
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
+    hook = None
+    if tuning_db is not None:
+        from minimlir.tuning.apply import TuningHook
+
+        hook = TuningHook(tuning_db)
+        pipeline_text += hook.cache_tag()  # the records are part of what is compiled
     slot = _cache_slot(model, cache, pipeline_text, entry)
     if slot is not None and not want_ir:
         hit = _cache_lookup(slot, model, params, num_threads)
         if hit is not None:
             hit.timings["total"] = time.perf_counter() - t0
+            if hook is not None:
+                hook.report(hit.remarks)
             return hit
     ctx = make_context()
     loaded = load(model, params=params, ctx=ctx)
@@ -763,7 +774,7 @@ def compile(  # noqa: A001 (the one obvious name)
     timings: dict[str, float] = {"import": t_load - t0}
     split, rest = None, pipeline if pipeline is not None else default_pipeline()
     if pipeline is None and not want_ir and graph_level(module):
-        split, rest = _lower_in_parallel(module, entry, loaded, ctx, remarks, timings)
+        split, rest = _lower_in_parallel(module, entry, loaded, ctx, remarks, timings, hook)
     if split is not None:
         found["metadata"] = split.metadata
         remarks = remarks + split.remarks
@@ -774,7 +785,7 @@ def compile(  # noqa: A001 (the one obvious name)
         lowered = lower(
             module, rest, ctx=ctx, name=loaded.name,
             on_ir=on_ir if want_ir else None, source_text=loaded.text,
-            before={"convert-mem-to-llvm": take_metadata},
+            before={"convert-mem-to-llvm": take_metadata, **({"loop-schedule": hook} if hook else {})},
         )
         remarks = remarks + lowered.remarks
         for k, v in lowered.pass_seconds.items():
@@ -791,9 +802,13 @@ def compile(  # noqa: A001 (the one obvious name)
             "error: cannot run a module given in the llvm dialect: the argument types are gone;"
             " start from graph- or mem-level IR"
         )
+    if hook is not None and hook.summary is not None:
+        remarks = remarks + [hook.summary.line()]  # stored with the cache entry, printed on a hit
     program = _compile_and_store(slot, module if split is None else (split.llvm_ir, split.signatures),
                                  found["metadata"], loaded, entry, inputs, outputs, remarks,
                                  num_threads, param_types, params_file)
+    if hook is not None:
+        hook.report()
     fn = _entry_callable(program, entry)
     t_end = time.perf_counter()
     timings.update(getattr(program.engine, "timings", {}))  # llvm-translate, llvm-compile, llvm-load
@@ -804,7 +819,7 @@ def compile(  # noqa: A001 (the one obvious name)
 
 
 def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Context, remarks: list[str],
-                       timings: dict[str, float]):
+                       timings: dict[str, float], after_prefix: Callable[[ModuleOp], None] | None = None):
     """The default pipeline with its per-function part on several cores (frontend/_split_lower.py):
     (the SplitResult, None) or, when `module` is to be lowered in this process after all, (None,
     the pipeline still to run on it: the whole default one, or its per-function part when the
@@ -816,6 +831,8 @@ def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Contex
     pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
     remarks.extend(pre.remarks)
     timings.update(pre.pass_seconds)
+    if after_prefix is not None:
+        after_prefix(module)
     try:
         return sl.lower_split(module, entry=entry, name=loaded.name, source_text=loaded.text), None
     except sl.SplitUnavailable:

@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--checks", action="store_true",
       help="checked mode: bounds-check every load/store, poison fresh buffers; a fault is an error "
            "naming kernel, block, buffer, indices and ONNX node (also MINIMLIR_CHECKS=1)")
+    a("--tuning-db", default=None, metavar="FILE",
+      help="apply the best schedules of a mini-tune record database (prints one summary line)")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
     a("--compare", default=None, choices=["onnxruntime"], metavar="onnxruntime",
@@ -260,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
         params=args.params,
         print_ir=print_ir if args.print_ir_after_all else None,
         checks=True if args.checks else None,
+        **({"tuning_db": args.tuning_db} if args.tuning_db else {}),
     )
     if args.remarks:
         for r in model.remarks:
@@ -267,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
 
     given = collect_inputs(model.inputs, args.input)
     if isinstance(given, dict):
-        if args.random_inputs:
+        if args.random_inputs or (args.benchmark and not args.input):  # --benchmark alone: random inputs
             given = random_inputs(model.inputs, given, dims, args.seed)
         elif dims:
             raise UsageError("--dim only applies with --random-inputs")

@@ -4,6 +4,7 @@ then (unless `lower=false`) lower what it marked: loop-lower-unroll, loop-lower-
     mini-opt k.mlir -p 'loop-schedule'                          # host vector width
     mini-opt k.mlir -p 'loop-schedule{width=8 mr=4 nv=2 lower=false}'
     mini-opt k.mlir -p 'loop-schedule{conv_rw=7 conv_nv=2 pack_b=true}'
+    mini-opt k.mlir -p 'loop-schedule{tuning-db=tune.jsonl}'    # mini-tune's best schedules
 
 Options are the most useful knobs of `ScheduleConfig`; 0 means "the default" (width 0: 16 on
 AVX-512, 8 on AVX2). Kernels the heuristics do not recognise get the generic schedule
@@ -48,6 +49,7 @@ class LoopSchedulePass(ModulePass):
     parallel: bool = True
     vectorize: bool = True
     lower: bool = True
+    tuning_db: str = ""  # a mini-tune record database: kernels with a record get its knobs
 
     def config(self) -> ScheduleConfig:
         target = ScheduleConfig.for_host()  # the host, or an artifact's target
@@ -75,6 +77,14 @@ class LoopSchedulePass(ModulePass):
                         ("conv-rw", self.conv_rw), ("conv-nv", self.conv_nv)):
             if v < 0:
                 emit_error(op, f"loop-schedule: {name} must be >= 0, got {v}")
+        if self.tuning_db:
+            from minimlir.passes._diagnostics import emit_remark
+            from minimlir.tuning.apply import TuningDbError, apply_records
+
+            try:
+                emit_remark(op, apply_records(op, self.tuning_db).line())
+            except TuningDbError as e:
+                emit_error(op, f"loop-schedule: {e}")
         cfg = self.config()
         if not self.vectorize:
             cfg = cfg.replace(matmul=dataclasses.replace(cfg.matmul))

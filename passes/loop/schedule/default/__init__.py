@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop
+from minimlir.passes.loop.schedule.default.knobs import knob_scope
 from minimlir.passes.loop.schedule.default._helpers import VECTOR_WIDTH_ATTR, _unique_names, fit_width
 from minimlir.passes.loop.schedule.default.config import (
     ConvKnobs,
@@ -86,17 +87,19 @@ def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
     """Apply the first matching rule (else the generic one); returns the rule's name.
     Copy blocks feeding elementwise blocks are inlined first (inline_copies)."""
     rule_name = "generic"
-    if _unique_names(kernel):
-        inline_copies(kernel)
-    if not _unique_names(kernel):
-        _schedule_rest(kernel, cfg)
-    else:
-        for rule in RULES:
-            if rule(kernel, cfg):
-                rule_name = rule.__name__.removeprefix("schedule_")
-                break
-        else:
+    with knob_scope(kernel) as trace:  # the kernel's loop.schedule_knobs (default/knobs.py)
+        if _unique_names(kernel):
+            inline_copies(kernel)
+        if not _unique_names(kernel):
             _schedule_rest(kernel, cfg)
+        else:
+            for rule in RULES:
+                if rule(kernel, cfg):
+                    rule_name = rule.__name__.removeprefix("schedule_")
+                    break
+            else:
+                _schedule_rest(kernel, cfg)
+        trace.rule = rule_name
     _private_parallel_steps(kernel)
     return rule_name
 

@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from minimlir.passes.loop.schedule.default.knobs import choose, fact
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
 from minimlir.passes.loop.schedule.api import (
@@ -257,6 +258,9 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # the registers (about 24 vector accumulators with 32 registers, 12 with 16)
         budget = 24 if cfg.vector_registers >= 32 else 12
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv <= budget), rw)
+    fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
+    rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
+    par, fuse_at = choose("conv2d.parallel", "co0"), choose("conv2d.fuse_at", "co0")
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
@@ -283,7 +287,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
-                        lambda s: s.get_loops(s.get_block(bname))[1 + gr])
+                        lambda s: s.get_loops(s.get_block(bname))[(1 if fuse_at == "co0" else 2) + gr])
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
@@ -298,8 +302,9 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
 
         if not transaction.attempt(kernel, copies):
             transaction.attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
-    if c.parallel:
-        for depth in (1 + gr, 0, 1, 2 + gr):
+    if c.parallel and par != "none":
+        first = {"co0": 1 + gr, "n": 0, "oh": 2 + gr, "ow0": 3 + gr}[par]
+        for depth in (first, 1 + gr, 0, 1, 2 + gr):
             if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
                 break
     if rest:
@@ -364,8 +369,10 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         _mark_width(last, w)
 
     transaction.attempt(kernel, vec_init)
-    if c.parallel:
-        for depth in ((1, 0) if dw else (1, 2, 0)):
+    par = choose("conv2d_rows.parallel", "c")
+    if c.parallel and par != "none":
+        first = {"c": 1, "n": 0, "oh": 2 if not dw else 1}[par]
+        for depth in ((first, 1, 0) if dw else (first, 1, 2, 0)):
             if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
                 break
     _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})

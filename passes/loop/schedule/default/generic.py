@@ -3,9 +3,12 @@ vectorize the innermost loop when legal and long enough."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
+from minimlir.passes.loop.schedule.default.knobs import choose
 from minimlir.dialects import loop
 from minimlir.passes.loop.schedule.api import (
     Schedule,
@@ -29,6 +32,10 @@ def _innermost_loops(root: Operation) -> list[loop.ForOp]:
 def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = frozenset()) -> None:
     """Parallelize / vectorize the nests that hold no block of `skip` and are not yet marked."""
     g = cfg.generic
+    g = dataclasses.replace(g, vectorize=choose("generic.vectorize", g.vectorize),
+                            parallel=choose("generic.parallel", g.parallel),
+                            min_vector_extent=choose("generic.min_vector_extent", g.min_vector_extent))
+    width = choose("generic.width", cfg.width)
     tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     for t_index, top in enumerate(tops):
         if any(b.block_name.data in skip for b in loop.blocks_of(top)):
@@ -41,7 +48,7 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                 if ext is not None and ext < max(g.min_vector_extent, 2):
                     continue
 
-                w = fit_width(inner, cfg.width, along=inner)
+                w = fit_width(inner, width, along=inner)
                 if w == 0:
                     continue
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 
+from minimlir.passes.loop.schedule.default.knobs import choose, fact
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule.api import (
     Schedule,
@@ -63,6 +64,11 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
     mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
+    fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
+    mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
+                                                                ("mc", mc), ("kc", kc)))
+    order, pack_b = choose("matmul.order", "ikj"), choose("matmul.pack_b", k.pack_b)
+    unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
 
     def main(s: Schedule) -> None:
         b = s.get_block("matmul")
@@ -76,15 +82,18 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         jo, j2 = s.split(j, [None, W])
         j0, j1 = s.split(jo, [None, nv])
         k0, k1 = s.split(kk, [None, kc])
-        s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
-        s.decompose_reduction(b, s.get_loops(b)[len(batch) + 1])
+        if order == "ijk":
+            s.reorder(i0, j0, k0, i1, k1, i2, j1, j2)
+        else:
+            s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
+        s.decompose_reduction(b, s.get_loops(b)[len(batch) + (2 if order == "ijk" else 1)])
         if k.accumulate_in_registers:
             _cache_accumulator(kernel, b, [mr, nv, W], "matmul_acc")
 
     if not transaction.attempt(kernel, main):
         return False
     b_bufs = j_bufs - out_bufs
-    if k.pack_b and len(b_bufs) == 1:
+    if pack_b and len(b_bufs) == 1:
         (b_buf,) = b_bufs
 
         def pack(s: Schedule) -> None:
@@ -111,7 +120,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             s.vectorize(j2)
             _mark_width(j2, W)
             s.unroll(j1, None if const_index(j1.ub) is not None else nv)
-            if k.unroll_rows:
+            if unroll_rows:
                 s.unroll(i2, None if const_index(i2.ub) is not None else mr)
 
         if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
@@ -123,7 +132,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         _mark_width(s.get_loops(ib)[-1], W)
 
     transaction.attempt(kernel, init)
-    if k.parallel:
+    if parallel:
         nb = len(b.bindings)
         transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block("matmul"))[nb - 3]))
     _schedule_rest(kernel, cfg, skip={"matmul", "matmul_init", "matmul_acc_in", "matmul_acc_out"})

@@ -1,0 +1,93 @@
+"""A seeded 16-trial tune of a small matmul through mini-tune: the database, --resume of an
+interrupted run, the report, and applying the best record (compile(tuning_db=), mini-run, mini-opt)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from minimlir.tools import mini_tune
+
+MODEL = """
+func.func @main(%a: tensor<24x64xf32>, %b: tensor<64x48xf32>) -> tensor<24x48xf32> {
+  %x = graph.matmul %a, %b : (tensor<24x64xf32>, tensor<64x48xf32>) -> tensor<24x48xf32>
+  %y = graph.relu %x : tensor<24x48xf32>
+  func.return %y : tensor<24x48xf32>
+}
+"""
+
+COMMON = ["--seed", "3", "--batch-size", "4", "--threads", "1", "--no-progress", "--min-repeat-ms", "5",
+          "--repeats", "3"]
+
+
+def test_tune_resume_and_apply_best(tmp_path, capsys):
+    model, db = tmp_path / "mm.mlir", tmp_path / "t.jsonl"
+    model.write_text(MODEL)
+    # a run stopped with Ctrl-C after its first batch: no finish marker, a hint to --resume
+    proc = subprocess.Popen([sys.executable, "-m", "minimlir.tools.mini_tune", str(model), "--db", str(db),
+                             "--trials", "100", *COMMON], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists() and sum('"kind": "measure"' in x for x in db.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err, err
+    lines = [json.loads(x) for x in db.read_text().splitlines()]
+    assert lines[0]["kind"] == "run" and lines[0]["status"] == "started"
+    assert not any(r.get("status") == "finished" for r in lines)
+    meas = [r for r in lines if r["kind"] == "measure"]
+    assert len(meas) >= 2 and meas[0]["default"] and not any(r["default"] for r in meas[1:])
+    assert all(r["cpu"]["cpu"] and r["cpu"]["cores"] >= 1 and r["cpu"]["llvm"] for r in meas)
+    assert all(r["error"] == "OK" and len(r["times"]) == 3 and r["features"] for r in meas)
+    # --resume continues that run to 16 trials in all
+    assert mini_tune.main([str(model), "--db", str(db), "--trials", "16", "--resume", *COMMON]) == 0
+    lines = [json.loads(x) for x in db.read_text().splitlines()]
+    meas = [r for r in lines if r["kind"] == "measure"]
+    assert len(meas) == 16 and len({r["run"] for r in meas}) == 1
+    assert len({json.dumps(r["knobs"], sort_keys=True) for r in meas}) == 16  # nothing measured twice
+    assert lines[-1]["status"] == "finished"
+    # a finished run has nothing to resume
+    assert mini_tune.main([str(model), "--db", str(db), "--trials", "20", "--resume", *COMMON]) == 1
+    assert "nothing to resume" in capsys.readouterr().err
+    report = json.loads((tmp_path / "t.report" / "summary.json").read_text())
+    assert report["trials"] == 16 and report["tasks"][0]["trials"] == 16
+    assert (tmp_path / "t.report" / "tuning.png").stat().st_size > 1000
+    assert "| task |" in (tmp_path / "t.report" / "summary.md").read_text()
+    # mini-tune db show
+    capsys.readouterr()
+    assert mini_tune.main(["db", "show", str(db)]) == 0
+    assert "1 task(s), 16 record(s), 1 run(s)" in capsys.readouterr().out
+
+    # apply the best record
+    from minimlir.frontend import compile as compile_model
+    from minimlir.tuning.apply import apply_records, host_fingerprint
+    from minimlir.tuning.database import Database, cost
+    from minimlir.tuning.task import _prefixed, structural_key, kernels_of
+
+    m = _prefixed(str(model))
+    (k,) = kernels_of(m)
+    best = Database(db).best(structural_key(k), host_fingerprint())
+    assert cost(best) == min(cost(r) for r in meas)
+    summary = apply_records(m, db)
+    assert summary.line() == f"tuning: 1 of 1 kernels from {db}"
+    assert summary.by_kernel[k.sym_name.data]["knobs"] == best["knobs"]
+    compiled = compile_model(str(model), tuning_db=str(db), cache=False)
+    assert f"tuning: 1 of 1 kernels from {db}" in capsys.readouterr().err
+    a = np.random.default_rng(0).standard_normal((24, 64)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((64, 48)).astype(np.float32)
+    (y,) = compiled(a, b)
+    np.testing.assert_allclose(y, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+    # mini-run --tuning-db and the loop-schedule pass option
+    r = subprocess.run([sys.executable, "-m", "minimlir.tools.mini_run", str(model), "--tuning-db", str(db),
+                        "--random-inputs", "--quiet", "--no-cache"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr.count("tuning: 1 of 1 kernels from") == 1, r.stderr
+    r = subprocess.run([sys.executable, "-m", "minimlir.tools.mini_run", str(model), "--tuning-db",
+                        str(tmp_path / "missing.jsonl"), "--random-inputs"], capture_output=True, text=True)
+    assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr

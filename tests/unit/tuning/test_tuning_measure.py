@@ -1,0 +1,79 @@
+"""Measurement (tuning/measure.py): parallel builds, isolated timed runs, every error code."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from minimlir.tuning import measure as M
+from minimlir.tuning.task import extract_tasks
+
+MATMUL = """
+func.func @main(%a: tensor<16x32xf32>, %b: tensor<32x32xf32>) -> tensor<16x32xf32> {
+  %x = graph.matmul %a, %b : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %y = graph.relu %x : tensor<16x32xf32>
+  func.return %y : tensor<16x32xf32>
+}"""
+
+
+@pytest.fixture(scope="module")
+def task():
+    return extract_tasks(MATMUL)[0]
+
+
+@pytest.fixture(scope="module")
+def executor(tmp_path_factory):
+    ex = M.LocalExecutor(tmp_path_factory.mktemp("measure"),
+                         M.MeasureConfig(threads=1, min_repeat_ms=5, repeats=3, build_jobs=2))
+    yield ex
+    ex.close()
+
+
+def test_default_variant_and_broken_candidates(task, executor):
+    d = dict(task.defaults)
+    rs = executor.measure(task, [d, dict(d, **{"matmul.mr": 4, "matmul.nv": 1}), dict(d, **{"matmul.mr": "x"})])
+    assert [r.error for r in rs] == [M.OK, M.OK, M.BUILD_ERROR]
+    assert len(rs[0].times) == 3 and all(t > 0 for t in rs[0].times)
+    assert rs[0].features and len(rs[0].features) == len(rs[1].features)
+    assert "TypeError" in rs[2].message and rs[2].cost == float("inf")
+    assert task.key in executor.references  # candidate 0's outputs: the reference
+
+
+def test_wrong_result_is_detected(task, executor):
+    d = dict(task.defaults)
+    executor.measure(task, [d])
+    ref = executor.references[task.key]
+    executor.references[task.key] = [r + 1.0 for r in ref]
+    try:
+        (r,) = executor.measure(task, [dict(d, **{"matmul.kc": 16})])
+    finally:
+        executor.references[task.key] = ref
+    assert r.error == M.WRONG_RESULT and "difference" in r.message
+
+
+def test_run_error_and_timeout(task, executor):
+    bad = dataclasses.replace(task, shapes=[[3, 3], [32, 32], [16, 32]])  # wrong input shape
+    (r,) = executor.measure(bad, [dict(task.defaults)])
+    assert r.error == M.RUN_ERROR and r.message
+    old = executor.config
+    executor.config = dataclasses.replace(old, run_timeout=0.05, min_repeat_ms=5000)
+    try:
+        (r,) = executor.measure(task, [dict(task.defaults)])
+    finally:
+        executor.config = old
+    assert r.error == M.RUN_TIMEOUT
+
+
+def test_build_timeout(task, tmp_path):
+    ex = M.LocalExecutor(tmp_path, M.MeasureConfig(build_timeout=0.01, build_jobs=1))
+    try:
+        (r,) = ex.measure(task, [dict(task.defaults, **{"matmul.kc": 32})])
+    finally:
+        ex.close()
+    assert r.error == M.BUILD_TIMEOUT
+
+
+def test_candidate_text_carries_the_assignment(task):
+    text = M.candidate_text(task, {"matmul.mr": 2})
+    assert 'loop.schedule_knobs = "{\\"matmul.mr\\": 2}"' in text and "func.func @main(" in text

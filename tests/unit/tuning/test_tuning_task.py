@@ -1,0 +1,48 @@
+"""Task extraction (tuning/task.py): unique kernels after fusion, weights, FLOPs, default traces."""
+
+from __future__ import annotations
+
+from minimlir.tuning.task import extract_tasks, kernel_module, kernels_of, structural_key
+
+
+def two_matmuls(n2: int = 32) -> str:
+    return f"""
+func.func @main(%a: tensor<16x32xf32>, %b: tensor<32x32xf32>, %c: tensor<32x{n2}xf32>) -> tensor<16x{n2}xf32> {{
+  %x = graph.matmul %a, %b : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %y = graph.relu %x : tensor<16x32xf32>
+  %z = graph.matmul %y, %c : (tensor<16x32xf32>, tensor<32x{n2}xf32>) -> tensor<16x{n2}xf32>
+  %r = graph.relu %z : tensor<16x{n2}xf32>
+  func.return %r : tensor<16x{n2}xf32>
+}}"""
+
+
+def test_equal_kernels_are_one_task_with_their_call_count():
+    tasks = extract_tasks(two_matmuls(32))
+    mm = [t for t in tasks if t.rule == "matmul"]
+    assert len(mm) == 1 and mm[0].weight == 2  # weights (b vs c) are arguments: same key
+    assert mm[0].flops == 2 * 16 * 32 * 32 + 16 * 32  # the FMAs and the fused relu
+    assert mm[0].shapes == [[16, 32], [32, 32], [16, 32]] and mm[0].num_outputs == 1
+    assert mm[0].defaults["matmul.mr"] == 8 and mm[0].facts["matmul.M"] == 16
+
+
+def test_different_shapes_are_different_tasks():
+    tasks = extract_tasks(two_matmuls(48))
+    mm = [t for t in tasks if t.rule == "matmul"]
+    assert len(mm) == 2 and {t.weight for t in mm} == {1}
+    assert len({t.key for t in mm}) == 2
+
+
+def test_key_ignores_the_kernel_name_and_is_stable():
+    t = extract_tasks(two_matmuls(32))[0]
+    k = kernels_of(kernel_module(t))[0]
+    assert structural_key(k) == t.key
+    k.sym_name = type(k.sym_name)("renamed")
+    assert structural_key(k) == t.key
+
+
+def test_dynamic_onnx_dims_are_bound_for_measuring():
+    tasks = extract_tasks("examples/mlp.onnx", dims={"batch": 4})
+    first = next(t for t in tasks if t.name == "fused_matmul_add_relu")
+    assert first.shapes[0] == [4, 64] and first.shapes[-1] == [4, 128]
+    assert "?x64xf32" in first.kernel_text  # the compiled (dynamic) kernel is the one keyed
+    assert first.flops == 2 * 4 * 64 * 128 + 2 * 4 * 128

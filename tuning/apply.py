@@ -1,0 +1,109 @@
+"""Applying a record database at compile time: each kernel gets the best record's knobs.
+
+    compile("model.onnx", tuning_db="tune.jsonl")          # minimlir.frontend.compile
+    mini-run model.onnx --tuning-db tune.jsonl
+    mini-opt k.mlir -p 'loop-schedule{tuning-db=tune.jsonl}'
+
+`apply_records(module, db)` runs after the graph-level prefix (fusion, legalization, kernel fusion)
+and before `loop-schedule`: for every kernel it computes the task key (tuning/task.py) and looks up
+the best record for this CPU (exact CPU, then the same ISA class; tuning/database.py); a hit is
+attached as the kernel's `loop.schedule_knobs`, which the default schedule reads. A kernel without
+an applicable record keeps the default schedule. The result is one summary line, never a warning
+per kernel: "tuning: 42 of 53 kernels from tune.jsonl".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+
+class TuningDbError(FileNotFoundError):
+    """The database named by tuning_db= / --tuning-db cannot be used (missing, unreadable)."""
+
+
+@dataclass
+class ApplySummary:
+    db: str
+    applied: int = 0
+    kernels: int = 0
+    skipped_lines: int = 0
+    by_kernel: dict[str, dict] = field(default_factory=dict)
+
+    def line(self) -> str:
+        note = f" ({self.skipped_lines} corrupt line(s) skipped)" if self.skipped_lines else ""
+        return f"tuning: {self.applied} of {self.kernels} kernels from {self.db}{note}"
+
+
+_FINGERPRINT: dict | None = None
+
+
+def host_fingerprint() -> dict:
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        from minimlir.tuning.measure import cpu_fingerprint
+
+        _FINGERPRINT = cpu_fingerprint()
+    return _FINGERPRINT
+
+
+def open_db(path: str | os.PathLike):
+    from minimlir.tuning.database import Database
+
+    p = Path(path)
+    if not p.is_file():
+        raise TuningDbError(f"tuning database '{path}': no such file")
+    return Database(p)
+
+
+def apply_records(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None = None) -> ApplySummary:
+    """Attach the best record's knobs to every kernel of `module` that has one (see the docstring)."""
+    from minimlir.passes.loop.schedule.default.knobs import read_assignment, set_assignment
+    from minimlir.tuning.task import kernels_of, structural_key
+
+    db = open_db(db_path)
+    db.records()
+    cpu = cpu or host_fingerprint()
+    s = ApplySummary(str(db_path), skipped_lines=db.skipped)
+    for k in kernels_of(module):
+        s.kernels += 1
+        if read_assignment(k) is not None:  # already given (a hand-written or replayed assignment)
+            continue
+        rec = db.best(structural_key(k), cpu)
+        if rec is not None:
+            set_assignment(k, rec["knobs"])
+            s.applied += 1
+            s.by_kernel[k.sym_name.data] = rec
+    return s
+
+
+class TuningHook:
+    """What `compile(tuning_db=…)` runs once the prefix is done: apply_records plus the summary."""
+
+    def __init__(self, db_path: str | os.PathLike):
+        self.db = open_db(db_path)
+        self.path = str(db_path)
+        self.summary: ApplySummary | None = None
+
+    def cache_tag(self) -> str:
+        """The database's content hash and this CPU, for the compile cache key."""
+        h = hashlib.sha256(self.db.path.read_bytes()).hexdigest()[:16]
+        fp = host_fingerprint()
+        return f"#tuning-db={h}:{fp['cpu']}"
+
+    def __call__(self, module: ModuleOp) -> None:
+        if self.summary is None:  # once: the split lowering may fall back to the sequential one
+            self.summary = apply_records(module, self.path)
+
+    def report(self, remarks: list[str] | None = None, stream=None) -> str | None:
+        """Print the summary line once (to stderr); from the cached remarks on a cache hit."""
+        line = self.summary.line() if self.summary is not None else next(
+            (r for r in (remarks or []) if r.startswith("tuning: ")), None)
+        if line is not None:
+            print(line, file=stream or sys.stderr)
+        return line

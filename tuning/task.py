@@ -1,0 +1,223 @@
+"""Task extraction: the unique kernels of a model after fusion, what the tuner tunes.
+
+    from minimlir.tuning.task import extract_tasks
+    tasks = extract_tasks("model.onnx", dims={"batch": 1})
+    tasks[0].key, tasks[0].weight, tasks[0].flops, tasks[0].rule     # 'a3f…', 4, 2.3e8, 'conv2d'
+
+The model runs through the graph-level prefix of the `compile` pipeline (graph-fuse, graph-legalize,
+loop-fuse); every `loop.kernel` function is one kernel. A task is a class of structurally equal
+kernels: the key hashes the kernel's printed IR with its name and value names dropped (weights are
+kernel arguments, so they never enter the key), its weight is the number of `graph.call_kernel`
+sites calling a kernel of the class (calls per model run), its FLOPs are counted on concrete shapes.
+
+Dynamic dims (an ONNX `dim_param` such as "batch") stay dynamic in the kernel that is compiled and
+keyed; to measure it, the tuner needs sizes: for an ONNX model the same model is imported once more
+with every named dim bound (`dims`, default 1) and each kernel takes its twin's static shapes; for
+`.mlir` input every `?` of a kernel argument is `dims.get("?", 1)`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+PREFIX = "graph-fuse,graph-legalize,loop-fuse"
+
+
+@dataclass
+class Task:
+    """One unique kernel: its key, IR (a standalone `func.func` with `loop.kernel`), concrete argument
+    shapes for measuring, how often a model run calls it, FLOPs, and the default schedule's trace."""
+
+    key: str
+    name: str
+    kernel_text: str
+    shapes: list[list[int]]
+    dtypes: list[str]
+    num_outputs: int
+    weight: int = 1
+    flops: float = 0.0
+    flops_by_kind: dict[str, float] = field(default_factory=dict)
+    rule: str = ""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> Task:
+        return Task(**d)
+
+    def __str__(self) -> str:
+        shapes = ", ".join("x".join(map(str, s)) for s in self.shapes)
+        return f"{self.name} [{self.rule}] x{self.weight} ({shapes}) {self.flops / 1e6:.1f} MFLOP"
+
+
+def kernels_of(module: ModuleOp) -> list[func.FuncOp]:
+    from minimlir.dialects import loop
+
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks and loop.is_kernel(op)]
+
+
+def normalized_text(kernel: func.FuncOp) -> str:
+    """The kernel printed with name `kernel`, no value names, no knob assignment."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from minimlir.frontend.api import ir_text
+    from minimlir.passes.loop.schedule.default.knobs import KNOBS_ATTR
+
+    k = kernel.clone()
+    k.sym_name = StringAttr("kernel")
+    k.attributes.pop(KNOBS_ATTR, None)
+    for op in k.walk():
+        for r in op.results:
+            r.name_hint = None
+        for region in op.regions:
+            for blk in region.blocks:
+                for a in blk.args:
+                    a.name_hint = None
+    return ir_text(k)
+
+
+def structural_key(kernel: func.FuncOp) -> str:
+    return hashlib.sha256(normalized_text(kernel).encode()).hexdigest()[:20]
+
+
+def call_counts(module: ModuleOp) -> dict[str, int]:
+    from minimlir.dialects import graph
+
+    out: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, graph.CallKernelOp):
+            name = op.callee.root_reference.data if hasattr(op.callee, "root_reference") else str(op.callee)
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def _prefixed(model: Any, params=None) -> ModuleOp:
+    from minimlir.frontend import api
+
+    ctx = api.make_context()
+    loaded = api.load(model, params=params, ctx=ctx)
+    module = loaded.module
+    if api.graph_level(module):
+        api.lower(module, PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
+    return module
+
+
+def _static_onnx(model: Any, dims: dict[str, int]):
+    """The ONNX model with every named input dim bound (`dims`, default 1); None if not ONNX."""
+    import os
+
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+    elif isinstance(model, (str, os.PathLike)) and str(model).endswith(".onnx"):
+        proto = onnx.load(str(model))
+    else:
+        return None
+    changed = False
+    for inp in proto.graph.input:
+        t = inp.type.tensor_type
+        for d in t.shape.dim:
+            if d.HasField("dim_param") or not d.HasField("dim_value"):
+                name = d.dim_param
+                d.Clear()
+                d.dim_value = int(dims.get(name, dims.get("?", 1)))
+                changed = True
+    return proto if changed else None
+
+
+def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None,
+                  module: ModuleOp | None = None) -> list[Task]:
+    """The unique kernels of `model` (ONNX path / ModelProto, `.mlir` path or text), heaviest
+    (weight x FLOPs) first. `module`: the model already through the prefix (skips loading)."""
+    dims = dict(dims or {})
+    module = module if module is not None else _prefixed(model, params)
+    twins: dict[str, func.FuncOp] = {}
+    static = _static_onnx(model, dims) if module is not None else None
+    if static is not None:
+        twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static))}
+    counts = call_counts(module)
+    tasks: dict[str, Task] = {}
+    for k in kernels_of(module):
+        name = k.sym_name.data
+        key = structural_key(k)
+        if key in tasks:
+            tasks[key].weight += counts.get(name, 1)
+            continue
+        types = list(k.function_type.inputs.data)
+        twin = twins.get(name)
+        twin_types = list(twin.function_type.inputs.data) if twin is not None else None
+        if twin_types is not None and [len(t.get_shape()) for t in twin_types] != [len(t.get_shape()) for t in types]:
+            twin_types = None
+        shapes = []
+        for i, t in enumerate(types):
+            src = twin_types[i] if twin_types is not None else t
+            shapes.append([d if d >= 0 else int(dims.get("?", 1)) for d in src.get_shape()])
+        dtypes = [_np_dtype(t.get_element_type()) for t in types]
+        task = Task(key=key, name=name, kernel_text=_standalone(k), shapes=shapes, dtypes=dtypes,
+                    num_outputs=_num_outputs(module, name), weight=counts.get(name, 1))
+        _fill_analysis(task)
+        tasks[key] = task
+    return sorted(tasks.values(), key=lambda t: -t.weight * max(t.flops, 1.0))
+
+
+def _np_dtype(t) -> str:
+    from minimlir.frontend.onnx_import import numpy_dtype_of
+
+    return str(numpy_dtype_of(t))
+
+
+def _num_outputs(module: ModuleOp, name: str) -> int:
+    from minimlir.dialects import graph
+
+    for op in module.walk():
+        if isinstance(op, graph.CallKernelOp) and op.callee.root_reference.data == name:
+            return len(op.results)
+    return 1
+
+
+def _standalone(kernel: func.FuncOp) -> str:
+    from minimlir.frontend.api import ir_text
+
+    return ir_text(kernel)
+
+
+def kernel_module(task: Task, assignment: dict | None = None) -> ModuleOp:
+    """A module holding only the task's kernel (with `assignment` attached)."""
+    from minimlir.frontend.api import parse_mlir
+    from minimlir.passes.loop.schedule.default.knobs import set_assignment
+
+    m = parse_mlir("builtin.module {\n" + task.kernel_text + "}\n", f"<task {task.name}>")
+    if assignment is not None:
+        set_assignment(kernels_of(m)[0], assignment)
+    return m
+
+
+def _fill_analysis(task: Task) -> None:
+    """FLOPs (on the concrete shapes) and the default schedule's trace: rule, knob values, facts."""
+    from minimlir.passes.loop.schedule.default import ScheduleConfig, schedule_module
+    from minimlir.passes.loop.schedule.default.knobs import tracing
+    from minimlir.tuning.features import count_flops
+
+    m = kernel_module(task)
+    k = kernels_of(m)[0]
+    task.flops_by_kind = count_flops(k, task.shapes)
+    task.flops = float(sum(v for kd, v in task.flops_by_kind.items() if kd not in ("int", "cmp")))
+    with tracing() as traces:
+        schedule_module(m, ScheduleConfig.for_host())
+    tr = traces[0][1]
+    task.rule, task.defaults, task.facts = tr.rule, dict(tr.values), dict(tr.facts)
+
+
+def dumps(tasks: list[Task]) -> str:
+    return json.dumps([t.to_json() for t in tasks])

@@ -1,0 +1,275 @@
+"""The tuning loop: tasks -> task scheduler -> per-task search -> measure -> records -> cost model.
+
+    from minimlir.tuning.tuner import tune, TuneOptions
+    result = tune("model.onnx", "tune.jsonl", TuneOptions(trials=64, seed=0))
+    result.tasks[0].speedup, result.report_paths
+
+One run: extract the tasks, write a run-start marker, then until the budget (`trials`, total over
+all tasks, and/or `budget_s` seconds of wall time) is spent: the scheduler picks a task, its search
+proposes a batch, the executor measures it, the records are appended (one flushed write per batch),
+the cost model gets the samples (one model across tasks; refit when grown). At the end a run-finish
+marker and the report (tuning/report.py). `resume=True` continues the last interrupted run of the
+same model in the database: its records are replayed into the searches and the cost model, and the
+trials and time already spent count against the budget.
+
+For pass authors (`tune_kernel`, `records_of`, `replay`): tune one task, read its records, apply a
+record's knobs to a kernel in IR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from minimlir.tuning.cost_model import Trainer
+from minimlir.tuning.database import Database, make_record
+from minimlir.tuning.measure import LocalExecutor, MeasureConfig
+from minimlir.tuning.search import TaskScheduler, TaskSearch, akey
+from minimlir.tuning.task import Task, extract_tasks
+
+
+class TuneError(Exception):
+    """Bad tuning options or input (a clear message; mini-tune exits 1)."""
+
+
+@dataclass
+class TuneOptions:
+    trials: int | None = None        # total measured candidates over all tasks
+    budget_s: float | None = None    # wall-clock seconds
+    threads: int = 1                 # pinned thread count of every measured run
+    seed: int = 0
+    batch_size: int = 8
+    resume: bool = False
+    executor: str = "local"          # or "ray"
+    address: str | None = None       # Ray cluster address
+    dims: dict[str, int] = field(default_factory=dict)
+    cost_model: str = "lightgbm"
+    min_samples: int = 32
+    epsilon: float = 0.2
+    min_repeat_ms: float = 40.0
+    repeats: int = 5
+    build_timeout: float = 120.0
+    run_timeout: float = 30.0
+    build_jobs: int = 0
+    workdir: str | None = None
+    report_dir: str | None = None    # default: next to the database, DB.report/
+    progress: bool = True
+    task_filter: str | None = None   # only tasks whose name contains this
+    max_tasks: int | None = None
+
+
+@dataclass
+class TuneResult:
+    run: str
+    tasks: list[TaskSearch]
+    trials: int
+    seconds: float
+    spearman: list[dict]
+    report_paths: dict[str, str] = field(default_factory=dict)
+    finished: bool = True
+
+    def model_latency(self, which: str = "best") -> float:
+        return sum(s.task.weight * (s.best_cost if which == "best" else s.default_cost) for s in self.tasks)
+
+
+def model_hash(model: Any) -> str:
+    if isinstance(model, (str, os.PathLike)) and Path(model).is_file():
+        return hashlib.sha256(Path(model).read_bytes()).hexdigest()[:20]
+    if hasattr(model, "SerializeToString"):
+        return hashlib.sha256(model.SerializeToString()).hexdigest()[:20]
+    return hashlib.sha256(str(model).encode()).hexdigest()[:20]
+
+
+def make_executor(opts: TuneOptions, workdir: str):
+    cfg = MeasureConfig(threads=opts.threads, repeats=opts.repeats, min_repeat_ms=opts.min_repeat_ms,
+                        build_timeout=opts.build_timeout, run_timeout=opts.run_timeout,
+                        build_jobs=opts.build_jobs, seed=opts.seed)
+    if opts.executor == "local":
+        return LocalExecutor(workdir, cfg)
+    if opts.executor == "ray":
+        from minimlir.tuning.ray_executor import RayExecutor
+
+        return RayExecutor(workdir, cfg, address=opts.address)
+    raise TuneError(f"unknown executor '{opts.executor}' (local, ray)")
+
+
+def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None,
+         tasks: list[Task] | None = None) -> TuneResult:
+    opts = opts or TuneOptions()
+    if opts.trials is None and opts.budget_s is None:
+        raise TuneError("give a budget: trials and/or seconds")
+    if (opts.trials is not None and opts.trials < 1) or (opts.budget_s is not None and opts.budget_s <= 0):
+        raise TuneError("the budget must be positive")
+    t_start = time.time()
+    db = Database(db_path)
+    mh = model_hash(model)
+    prev = db.interrupted_run(mh) if opts.resume else None
+    if opts.resume and prev is None:
+        last = db.last_run(mh)
+        raise TuneError(f"{db_path}: nothing to resume: the last run of this model finished"
+                        if last is not None else f"{db_path}: no run of this model to resume")
+    if tasks is None:
+        tasks = extract_tasks(model, dims=opts.dims)
+    if opts.task_filter:
+        tasks = [t for t in tasks if opts.task_filter in t.name]
+    if opts.max_tasks:
+        tasks = tasks[:opts.max_tasks]
+    if not tasks:
+        raise TuneError("no kernel to tune")
+    run = prev["run"] if prev else secrets.token_hex(6)
+    spent_trials, spent_s = 0, 0.0
+    rng = np.random.default_rng(opts.seed)
+    trainer = Trainer(opts.cost_model, min_samples=opts.min_samples, seed=opts.seed)
+    searches = [TaskSearch(t, trainer, np.random.default_rng([opts.seed, i]), epsilon=opts.epsilon)
+                for i, t in enumerate(tasks)]
+    by_key = {s.task.key: s for s in searches}
+    if prev:
+        spent_s = float(prev.get("spent_s", 0.0))
+        for r in db.measurements():
+            if r.get("run") == run and r["task"] in by_key:
+                by_key[r["task"]].update([r])
+                trainer.add(r.get("features"), _rec_cost(r), r["task"])
+                spent_trials += 1
+                by_key[r["task"]].global_trials.append(spent_trials)
+        spent_s += sum(float(r.get("seconds", 0.0)) for r in db.runs() if r.get("run") == run
+                       and r.get("status") == "progress")
+        trainer.maybe_fit()
+    workdir = opts.workdir or tempfile.mkdtemp(prefix="mini-tune-")
+    executor = make_executor(opts, workdir)
+    cpu = executor.fingerprint
+    db.append([{"v": 1, "kind": "run", "status": "started" if not prev else "resumed", "run": run,
+                "model_hash": mh, "model": str(model) if isinstance(model, (str, os.PathLike)) else "<model>",
+                "time": _now(), "options": _opts_json(opts), "tasks": [t.key for t in tasks]}]
+              if not prev else [{"v": 1, "kind": "run", "status": "resumed", "run": run, "model_hash": mh,
+                                 "time": _now()}])
+    scheduler = TaskScheduler(searches, rng)
+    progress = _progress(opts, searches)
+    trials = spent_trials
+    t0 = t_start  # the budget counts the task extraction too
+    finished = False
+    try:
+        if progress:
+            progress.start()
+        while True:
+            elapsed = spent_s + (time.time() - t0)
+            if opts.trials is not None and trials >= opts.trials:
+                break
+            if opts.budget_s is not None and elapsed >= opts.budget_s:
+                break
+            s = scheduler.next()
+            if s is None:
+                break
+            # the warm-up round is short (the default and one more), so every kernel is measured early
+            n = opts.batch_size if s.trials else min(opts.batch_size, 2)
+            n = n if opts.trials is None else min(n, opts.trials - trials)
+            if opts.budget_s is not None and trials > spent_trials:  # do not start what cannot finish
+                per_trial = (elapsed - spent_s) / max(1, trials - spent_trials)
+                n = max(1, min(n, int((opts.budget_s - elapsed) / max(per_trial, 1e-3))))
+            batch = s.propose(n, features=lambda pool, s=s: executor.features(s.task, pool))
+            if not batch:
+                continue
+            if s.default_cost == math.inf and not s.measured and akey(batch[0]) != akey(s.space.default()):
+                batch.insert(0, s.space.default())
+            t_batch = time.time()
+            results = executor.measure(s.task, batch)
+            default_key = akey(s.space.default())
+            recs = [make_record(s.task, r, getattr(r, "cpu", None) or cpu, run, akey(r.assignment) == default_key)
+                    for r in results]
+            db.append(recs + [{"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": mh,
+                               "seconds": time.time() - t_batch, "time": _now()}])
+            s.update(results)
+            for r in results:
+                trainer.add(r.features, r.cost, s.task.key)
+            trainer.maybe_fit()
+            s.global_trials.extend(range(trials + 1, trials + len(results) + 1))
+            trials += len(results)
+            if progress:
+                progress.update(trials, opts, spent_s + time.time() - t0)
+        finished = True
+    except KeyboardInterrupt:
+        finished = False
+    finally:
+        if progress:
+            progress.stop()
+        executor.close()
+    seconds = spent_s + time.time() - t0
+    if finished:
+        db.append([{"v": 1, "kind": "run", "status": "finished", "run": run, "model_hash": mh,
+                    "time": _now(), "trials": trials, "seconds": seconds}])
+    result = TuneResult(run, searches, trials, seconds, list(trainer.history), finished=finished)
+    from minimlir.tuning.report import write_report
+
+    report_dir = opts.report_dir or str(Path(db_path).with_suffix("")) + ".report"
+    result.report_paths = write_report(result, report_dir, time.time() - t_start)
+    if not finished:
+        raise KeyboardInterrupt
+    return result
+
+
+def _rec_cost(r: dict) -> float:
+    from minimlir.tuning.database import cost
+
+    return cost(r)
+
+
+def _now() -> str:
+    from minimlir.tuning.database import now
+
+    return now()
+
+
+def _opts_json(opts: TuneOptions) -> dict:
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(opts).items() if k not in ("progress",)}
+
+
+def _progress(opts: TuneOptions, searches):
+    if not opts.progress:
+        return None
+    from minimlir.tuning.report import ProgressTable
+
+    return ProgressTable(searches)
+
+
+# ---------------------------------------------------------------- the API for pass authors
+
+
+def tune_kernel(task: Task, trials: int, *, db_path: str | os.PathLike | None = None,
+                opts: TuneOptions | None = None) -> TaskSearch:
+    """Tune one task for `trials` measurements (records appended to `db_path` if given)."""
+    opts = opts or TuneOptions(trials=trials, progress=False)
+    opts.trials, opts.progress = trials, False
+    with tempfile.TemporaryDirectory() as d:
+        db = db_path or os.path.join(d, "tune.jsonl")
+        res = tune(f"<task {task.key}>", db, opts, tasks=[task])
+    return res.tasks[0]
+
+
+def records_of(db_path: str | os.PathLike, task: Task | str) -> list[dict]:
+    """Every measurement record of a task (or task key), in file order."""
+    key = task.key if isinstance(task, Task) else task
+    return Database(db_path).measurements(key)
+
+
+def replay(record: dict, kernel) -> None:
+    """Attach a record's knobs to `kernel` (a loop.kernel func.func): the next loop-schedule uses them.
+    Raises ValueError when the record is for another kernel or its knobs are no longer legal."""
+    from minimlir.passes.loop.schedule.default.knobs import check_assignment, set_assignment
+    from minimlir.tuning.task import structural_key
+
+    if structural_key(kernel) != record["task"]:
+        raise ValueError(f"the record is for task {record['task']}, not this kernel ({structural_key(kernel)})")
+    why = check_assignment(record["knobs"])
+    if why is not None:
+        raise ValueError(f"the record no longer applies: {why}")
+    set_assignment(kernel, record["knobs"])
