@@ -35,7 +35,7 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile": NamedPipeline(
-        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,loop-schedule,graph-simplify-dims,graph-bufferize,mem-plan,loop-outline-parallel,"
+        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims,loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,"
         "convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm",
         "The default compile pipeline: fuse, legalize, fuse kernels, default schedule (tiles, vectors, "
         "parallel loops), bufferize, plan, lower to llvm with parallel loops on libgomp.",

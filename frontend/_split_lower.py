@@ -1,6 +1,7 @@
 """Lower a big module on several cores: the kernels in chunks, each chunk in a forked worker.
 
-The default `compile` pipeline is a short graph-level prefix (graph-fuse, graph-legalize, loop-fuse:
+The default `compile` pipeline is a short graph-level prefix (graph-infer-dims, graph-fuse,
+graph-legalize, loop-fuse, graph-simplify-dims:
 whole-module passes, a few seconds even for DenseNet) followed by passes that each work on one
 function at a time: loop-schedule and the loop lowerings rewrite one kernel, graph-bufferize and
 mem-plan rewrite the graph-level functions and only read the kernels' signatures, the conversions to
@@ -37,7 +38,7 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-PREFIX = "graph-fuse,graph-legalize,loop-fuse"
+PREFIX = "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims"
 """The whole-module part of the `compile` pipeline, run in the caller's process."""
 SUFFIX = ("loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,"
           "convert-to-llvm,convert-parallel-to-llvm")

@@ -170,14 +170,15 @@ class FunctionDims:
             return self.dim(op.input, op.index.value.data)
         if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
             return S.const(op.value.value.data)
+        # only ops whose meaning is the expression's for every sign (shape arithmetic may pass
+        # through negative values, e.g. slice bounds): divsi/remsi truncate, the *ui ops are
+        # unsigned; those stay opaque (computed as written)
         binary = {
             arith.AddiOp: S.add, arith.MuliOp: S.mul, arith.SubiOp: lambda a, b: a - b,
-            arith.FloorDivSIOp: S.floordiv, arith.DivSIOp: S.floordiv, arith.DivUIOp: S.floordiv,
-            arith.CeilDivSIOp: S.ceildiv, arith.CeilDivUIOp: S.ceildiv, arith.RemSIOp: S.mod,
-            arith.RemUIOp: S.mod, arith.MaxSIOp: S.maximum, arith.MinSIOp: S.minimum,
+            arith.FloorDivSIOp: S.floordiv, arith.CeilDivSIOp: S.ceildiv,
+            arith.MaxSIOp: S.maximum, arith.MinSIOp: S.minimum,
         }.get(type(op))
         if binary is not None and isinstance(v.type, IndexType):
-            # DivSI / RemSI equal the floor forms here: dims and extents are >= 0
             return binary(self.expr(op.operands[0]), self.expr(op.operands[1]))
         return self.fresh()
 

@@ -42,7 +42,7 @@ from minimlir.passes.graph._symbolic_dims import FunctionDims, is_opaque
 
 _OPS = {
     "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "fdiv": arith.FloorDivSIOp,
-    "cdiv": arith.CeilDivSIOp, "mod": arith.RemSIOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
+    "cdiv": arith.CeilDivSIOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
 }
 
 
@@ -72,6 +72,9 @@ def simplify_function(f: func.FuncOp) -> int:
             arg, i = fd.symbol_source[operands[0]]
             op = graph.DimOp(arg, i)
             op.results[0].name_hint = _hint(operands[0])
+        elif kind == "mod":  # floor remainder, as the expression means: a - b * floordiv(a, b)
+            q = emit("fdiv", operands)
+            return emit("sub", (operands[0], emit("mul", (operands[1], q))))
         else:
             op = _OPS[kind](*operands)
         op.location = loc
