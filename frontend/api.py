@@ -687,6 +687,7 @@ def compile(  # noqa: A001 (the one obvious name)
     pipeline: str | None = None,
     params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
     print_ir: Callable[[str, str], None] | None = None,
+    profile: bool = False,
 ) -> CompiledModel:
     """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
 
@@ -696,7 +697,13 @@ def compile(  # noqa: A001 (the one obvious name)
     `pipeline`: a pass pipeline replacing the default (`compile`).
     `params`: weights for `graph.param` (dict, or params file path) when compiling `.mlir`.
     `print_ir(stage, text)`: called with the input IR ("input") and the IR after each pass.
+    `profile`: time every kernel (frontend/profile.py): the model gains `profile()` (per-kernel rows).
     """
+    if profile:
+        from minimlir.frontend.profile import compile_profiled
+
+        return compile_profiled(model, entry=entry, num_threads=num_threads, dump_ir=dump_ir, cache=cache,
+                                pipeline=pipeline, params=params, print_ir=print_ir)
     t0 = time.perf_counter()
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
