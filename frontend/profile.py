@@ -8,7 +8,7 @@
     write_json(m, "profile.json"); write_png(m.profile(), "profile.png")
 
 A profiled compile runs the default pipeline (or the given one) with two more passes:
-`graph-profile-nodes` after graph-fuse (each kernel's ONNX nodes, FLOPs and bytes per call) and
+`graph-profile-nodes` after graph-fuse and graph-legalize (each kernel's ONNX nodes, FLOPs and bytes per call) and
 `llvm-profile-kernels` at the end (each kernel call from the entry timed with
 clock_gettime(CLOCK_MONOTONIC) into the i64 array `minimlir_prof_counters`, which this module
 owns). Unprofiled compiles do not run either pass, so their IR is unchanged and, the pipeline
@@ -62,7 +62,7 @@ def profile_pipeline(pipeline: str) -> str:
     out = []
     for p in parts:
         out.append(p)
-        if p == "graph-fuse":
+        if p in ("graph-fuse", "graph-legalize"):
             out.append("graph-profile-nodes")
     out.append("llvm-profile-kernels")
     return ",".join(out)

@@ -1,6 +1,7 @@
 """graph-profile-nodes: record, for the profiler, the ONNX nodes and the work of every kernel.
 
-Runs right after graph-fuse (only in profiled pipelines). For every `func.call` of a fused
+Runs right after graph-fuse and again right after graph-legalize (only in profiled pipelines; the
+second run names the kernels of the ops graph-fuse left alone, by their `graph.call_kernel`). For every `func.call` of a fused
 function from a public function it records, in the module attribute `minimlir.profile_kernels`
 (JSON: callee -> {"nodes", "flops", "bytes"}):
 - nodes: the names in the `loc("NodeName"(...))` locations of the graph ops outlined into it;
@@ -76,13 +77,48 @@ def _nodes(fn: func.FuncOp) -> list[str]:
     return list(names)
 
 
+def _work(op, types) -> dict:
+    nbytes: dict[int, int] = {}
+    for t in types:
+        _add(nbytes, _mul(_poly(t), _elem_bytes(t)))
+    return {"flops": _flops(op) if op is not None else {}, "bytes": nbytes}
+
+
+def _link(module: ModuleOp, table: dict) -> None:
+    """After graph-legalize: the kernels of unfused ops (`graph.call_kernel` in a public function)."""
+    stash = table.pop("@unfused", {})
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or (fn.sym_visibility is not None and fn.sym_visibility.data == "private"):
+            continue
+        for call in fn.walk():
+            if call.name != "graph.call_kernel":
+                continue
+            name = call.properties["callee"].string_value() if "callee" in call.properties else \
+                call.attributes["callee"].string_value()
+            loc = call.location.desc.data if isinstance(call.location, NameLoc) else None
+            short = name.rsplit("_", 1)[0]
+            info = stash.get(f"{loc}|{short}") or {"flops": {}, "bytes": {}}
+            table.setdefault(name, {"nodes": [loc] if loc else [], **info})
+
+
 def record(module: ModuleOp) -> dict:
+    previous = module.attributes.get(ATTR)
+    if isinstance(previous, StringAttr):  # the second run, after graph-legalize
+        table = json.loads(previous.data)
+        _link(module, table)
+        module.attributes[ATTR] = StringAttr(json.dumps(table))
+        return table
     fns = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
-    table: dict = {}
+    table: dict = {"@unfused": {}}
     for fn in fns.values():
         if fn.sym_visibility is not None and fn.sym_visibility.data == "private":
             continue
         for call in fn.walk():
+            if call.name.startswith("graph.") and isinstance(call.location, NameLoc) and call.results \
+                    and call.name not in ("graph.dim", "graph.param", "graph.constant"):
+                key = f"{call.location.desc.data}|{call.name.removeprefix('graph.')}"
+                table["@unfused"][key] = _work(call, [*(v.type for v in call.operands), *(r.type for r in call.results)])
+                continue
             if not isinstance(call, func.CallOp):
                 continue
             name = call.callee.string_value()
