@@ -9,7 +9,7 @@
 
 A profiled compile runs the default pipeline (or the given one) with two more passes:
 `graph-profile-nodes` after graph-fuse and graph-legalize (each kernel's ONNX nodes, FLOPs and bytes per call) and
-`llvm-profile-kernels` at the end (each kernel call from the entry timed with
+`convert-profile-kernels` at the end (each kernel call from the entry timed with
 clock_gettime(CLOCK_MONOTONIC) into the i64 array `minimlir_prof_counters`, which this module
 owns). Unprofiled compiles do not run either pass, so their IR is unchanged and, the pipeline
 being part of the compile-cache key, the two never share a cache entry. The kernel table is kept
@@ -53,7 +53,7 @@ def register_symbols() -> None:
 
 
 def profile_pipeline(pipeline: str) -> str:
-    """`pipeline` with the profiler's passes: graph-profile-nodes after graph-fuse, llvm-profile-kernels last."""
+    """`pipeline` with the profiler's passes: graph-profile-nodes after graph-fuse, convert-profile-kernels last."""
     from minimlir.compiler.pipelines import PIPELINES
 
     parts = [p for p in pipeline.split(",") if p]
@@ -64,7 +64,7 @@ def profile_pipeline(pipeline: str) -> str:
         out.append(p)
         if p in ("graph-fuse", "graph-legalize"):
             out.append("graph-profile-nodes")
-    out.append("llvm-profile-kernels")
+    out.append("convert-profile-kernels")
     return ",".join(out)
 
 

@@ -1,4 +1,4 @@
-"""llvm-profile-kernels: per-kernel timing (compile(..., profile=True), mini-run --profile).
+"""convert-profile-kernels: per-kernel timing (compile(..., profile=True), mini-run --profile).
 
 Wraps every call of a kernel (a defined llvm.func) from a public function with two reads of
 `clock_gettime(CLOCK_MONOTONIC)` (libc) and adds the elapsed nanoseconds and one call to the
@@ -95,7 +95,7 @@ def instrument(module: ModuleOp) -> list[dict]:
 class LlvmProfileKernelsPass(ModulePass):
     """Time every kernel call of the public functions into `minimlir_prof_counters`."""
 
-    name = "llvm-profile-kernels"
+    name = "convert-profile-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         instrument(op)

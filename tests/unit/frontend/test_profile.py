@@ -1,4 +1,4 @@
-"""The per-kernel profiler (frontend/profile.py, graph-profile-nodes, llvm-profile-kernels)."""
+"""The per-kernel profiler (frontend/profile.py, graph-profile-nodes, convert-profile-kernels)."""
 
 import json
 from pathlib import Path
@@ -64,7 +64,7 @@ def test_ir_identical_with_profiling_off_and_cache_keys_differ():
     prof = llvm_ir(profile.profile_pipeline(api.default_pipeline()))
     last_plain = plain[list(plain)[-1]]
     assert "minimlir_prof_counters" not in last_plain and "clock_gettime" not in last_plain
-    assert "minimlir_prof_counters" in prof["llvm-profile-kernels"]
+    assert "minimlir_prof_counters" in prof["convert-profile-kernels"]
     # without the profiler's passes, the pipeline's output is the same as the unprofiled one
     assert "minimlir.profile_kernels" in prof["convert-parallel-to-llvm"]
     assert _strip_attr(prof["convert-parallel-to-llvm"]) == last_plain
