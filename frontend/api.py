@@ -698,6 +698,7 @@ def compile(  # noqa: A001 (the one obvious name)
     print_ir: Callable[[str, str], None] | None = None,
     checks: bool | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
+    profile: bool = False,
 ) -> CompiledModel:
     """Compile `model` (ONNX path / ModelProto / bytes, `.mlir` path or text) into a callable.
 
@@ -711,7 +712,13 @@ def compile(  # noqa: A001 (the one obvious name)
     fresh buffer poisoned; a fault raises `CheckError` (passes/to_llvm/_checks.py, backend/checks.py).
     `tuning_db`: a mini-tune record database; each kernel with a record for this CPU gets its best
     schedule (minimlir.tuning.apply), one summary line goes to stderr.
+    `profile`: time every kernel (frontend/profile.py): the model gains `profile()` (per-kernel rows).
     """
+    if profile:
+        from minimlir.frontend.profile import compile_profiled
+
+        return compile_profiled(model, entry=entry, num_threads=num_threads, dump_ir=dump_ir, cache=cache,
+                                pipeline=pipeline, params=params, print_ir=print_ir)
     t0 = time.perf_counter()
     from minimlir.passes.to_llvm import _checks
 

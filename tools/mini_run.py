@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
       help="apply the best schedules of a mini-tune record database (prints one summary line)")
     a("--quiet", "-q", action="store_true", help="print only the output headers, not the values")
     a("--remarks", action="store_true", help="print the passes' remarks (e.g. mem-plan's peak bytes) to stderr")
+    a("--profile", action="store_true", help="time every kernel; print a table per kernel after the outputs")
+    a("--profile-json", default=None, metavar="FILE", help="--profile: also write the profile as JSON to FILE")
+    a("--profile-png", default=None, metavar="FILE", help="--profile: also write a bar chart of the top kernels")
     a("--compare", default=None, choices=["onnxruntime"], metavar="onnxruntime",
       help="run the .onnx model on minimlir and onnxruntime; print the first node whose output differs")
     a("--rtol", type=float, default=None, metavar="R", help="--compare: relative tolerance (default 1e-3)")
@@ -246,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
         return run_compare(args, path, dims)
     if args.rtol is not None or args.atol is not None:
         raise UsageError("--rtol/--atol only apply with --compare")
+    if (args.profile_json or args.profile_png) and not args.profile:
+        raise UsageError("--profile-json/--profile-png need --profile")
 
     def print_ir(stage: str, text: str) -> None:
         header = "Input" if stage == "input" else f"After {stage}"
@@ -263,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         print_ir=print_ir if args.print_ir_after_all else None,
         checks=True if args.checks else None,
         **({"tuning_db": args.tuning_db} if args.tuning_db else {}),
+        **({"profile": True} if args.profile else {}),
     )
     if args.remarks:
         for r in model.remarks:
@@ -306,6 +312,15 @@ def run(args: argparse.Namespace) -> int:
             f"benchmark: {args.benchmark} runs, median {statistics.median(times) * 1e3:.3f} ms, "
             f"min {min(times) * 1e3:.3f} ms"
         )
+    if args.profile:
+        from minimlir.frontend import profile as _profile
+
+        print(f"profile: {model.runs} run(s), per kernel, slowest first")
+        print(_profile.format_table(model.profile()))
+        if args.profile_json:
+            _profile.write_json(model, args.profile_json)
+        if args.profile_png:
+            _profile.write_png(model.profile(), args.profile_png, title=f"{path.name}: kernels by time")
     sys.stdout.flush()
     return 0
 
@@ -313,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
 _NOT_WITH_COMPARE = {
     "entry": "--entry", "params": "--params", "output_dir": "--output-dir", "benchmark": "--benchmark",
     "pipeline": "--pipeline", "print_ir_after_all": "--print-ir-after-all", "dump_ir": "--dump-ir",
-    "remarks": "--remarks",
+    "remarks": "--remarks", "profile": "--profile", "profile_json": "--profile-json", "profile_png": "--profile-png",
 }
 
 

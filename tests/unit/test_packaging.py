@@ -93,7 +93,7 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
         folder = module.split(".")[2]
         assert name.startswith(level[folder]), (name, module)
     assert rows["graph-infer-dims"] == "minimlir.passes.graph.infer_dims"
-    assert len(rows) == 31  # with mem-check-sites (checked mode)
+    assert len(rows) == 33  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels
 
 
 def test_alias_table_names_only_existing_modules():
