@@ -2265,6 +2265,13 @@ class CallKernelOp(IRDLOperation):
         _check_num_dims(self.dims, [r.type for r in self.outputs])
 
 
+from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers above)
+    MORE_OPS,
+    CumSumOp,
+    GatherElementsOp,
+    GatherNDOp,
+)
+
 Graph = Dialect(
     "graph",
     [
@@ -2280,6 +2287,7 @@ Graph = Dialect(
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, GatherOp, WhereOp, CastOp, PadOp,
         BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
+        *MORE_OPS,
     ],
     [],
 )

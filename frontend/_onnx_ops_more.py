@@ -1,0 +1,87 @@
+"""More ONNX op emitters (operator coverage, issue 14), registered in the op table of
+`minimlir.frontend._onnx_ops` (which imports this module at its end). Same contract as there: an
+emitter gets a `NodeView` and returns one entry per ONNX output; each documents its decomposition.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects.builtin import IntegerType
+
+from minimlir.dialects import graph
+from minimlir.frontend._onnx_ops import _axis, _const_input, _elem, _is_float, _ssa, onnx_op
+from minimlir.frontend.onnx_import import NodeView, Unsupported
+
+# --------------------------------------------------------------------------------------------
+# float classification
+
+
+@onnx_op("IsNaN")
+def emit_isnan(n: NodeView) -> list:
+    """IsNaN(x) -> graph.not(graph.eq(x, x)) (ordered compare: false only for NaN)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"IsNaN of {_elem(x)}")
+    return [cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(x, x))))]
+
+
+@onnx_op("IsInf")
+def emit_isinf(n: NodeView) -> list:
+    """IsInf(x, detect_positive=1, detect_negative=1) -> graph.eq(x, +inf) / graph.eq(x, -inf)
+    (graph.or of both); neither detected -> graph.broadcast_to of a 0-d false."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"IsInf of {_elem(x)}")
+    pos, neg = bool(n.attr("detect_positive", 1)), bool(n.attr("detect_negative", 1))
+    parts = []
+    if pos:
+        parts.append(cx.emit1(graph.EqOp(x, cx.scalar(math.inf, _elem(x)))))
+    if neg:
+        parts.append(cx.emit1(graph.EqOp(x, cx.scalar(-math.inf, _elem(x)))))
+    if not parts:
+        return [cx.broadcast_to(cx.scalar(False, IntegerType(1)), cx.dims(x))]
+    if len(parts) == 2:
+        return [cx.emit1(graph.OrOp(*parts))]
+    return parts
+
+
+# --------------------------------------------------------------------------------------------
+# index ops and scans
+
+
+@onnx_op("GatherElements")
+def emit_gather_elements(n: NodeView) -> list:
+    """GatherElements(data, indices, axis) -> graph.gather_elements {axis} (negative indices
+    wrap in the kernel)."""
+    data = _ssa(n, 0)
+    axis = _axis(int(n.attr("axis", 0)), len(data.type.get_shape()))
+    return [n.cx.emit1(graph.GatherElementsOp(data, _ssa(n, 1), axis))]
+
+
+@onnx_op("GatherND")
+def emit_gather_nd(n: NodeView) -> list:
+    """GatherND(data, indices, batch_dims=0) -> graph.gather_nd {batch_dims} (the last dim of
+    indices, the depth of each index tuple, must be static)."""
+    data, ind = _ssa(n, 0), _ssa(n, 1)
+    ishape = ind.type.get_shape()
+    if not ishape or ishape[-1] < 0:
+        raise Unsupported("GatherND with a dynamic index depth (last dim of indices)")
+    return [n.cx.emit1(graph.GatherNDOp(data, ind, int(n.attr("batch_dims", 0))))]
+
+
+@onnx_op("CumSum")
+def emit_cumsum(n: NodeView) -> list:
+    """CumSum(x, axis, exclusive=0, reverse=0) -> graph.cumsum {axis, exclusive, reverse}
+    (axis: a constant 0-d or 1-element tensor)."""
+    x = _ssa(n, 0)
+    if _elem(x) == IntegerType(1):
+        raise Unsupported("CumSum of bool")
+    a = _const_input(n, 1, "axis")
+    if a is None or a.size != 1:
+        raise Unsupported("CumSum: axis must be one integer")
+    axis = _axis(int(a.reshape(-1)[0]), len(x.type.get_shape()))
+    return [n.cx.emit1(graph.CumSumOp(x, axis, exclusive=bool(n.attr("exclusive", 0)),
+                                      reverse=bool(n.attr("reverse", 0))))]
