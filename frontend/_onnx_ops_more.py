@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import math
 
+from onnx import TensorProto
 from xdsl.dialects.builtin import IntegerType
 
 from minimlir.dialects import graph
 from minimlir.frontend._onnx_ops import _axis, _const_input, _elem, _is_float, _ssa, onnx_op
-from minimlir.frontend.onnx_import import NodeView, Unsupported
+from minimlir.frontend.onnx_import import (
+    _DTYPES,
+    FOLD_LIMIT,
+    NodeView,
+    Unsupported,
+    element_type,
+    onnx_dtype_name,
+)
 
 # --------------------------------------------------------------------------------------------
 # float classification
@@ -85,3 +93,42 @@ def emit_cumsum(n: NodeView) -> list:
     axis = _axis(int(a.reshape(-1)[0]), len(x.type.get_shape()))
     return [n.cx.emit1(graph.CumSumOp(x, axis, exclusive=bool(n.attr("exclusive", 0)),
                                       reverse=bool(n.attr("reverse", 0))))]
+
+
+# --------------------------------------------------------------------------------------------
+# types and sizes
+
+
+def _check_cast_like(node, opset):
+    return None  # the target dtype is checked at import (it is the second input's)
+
+
+@onnx_op("CastLike", check=_check_cast_like)
+def emit_cast_like(n: NodeView) -> list:
+    """CastLike(x, target) -> Cast(x, to=target's element type): graph.cast (nothing when the type
+    is the same; constants cast at import time; a symbolic shape stays symbolic for int64/int32)."""
+    cx = n.cx
+    x, like = n.input(0), n.input(1)
+    if x is None or like is None:
+        raise Unsupported("CastLike needs two inputs")
+    to = like.elem_type
+    if to not in _DTYPES:
+        raise Unsupported(f"cast to {onnx_dtype_name(to)}")
+    if x.elem_type == to:
+        return [x]
+    if x.const is not None and x.const.size <= FOLD_LIMIT:
+        return [cx.from_const(x.const.astype(_DTYPES[to][0]))]
+    if x.sym is not None and to in (TensorProto.INT64, TensorProto.INT32):
+        return [cx.from_sym(x.sym, scalar=x.rank == 0, elem_type=to)]
+    return [cx.emit1(graph.CastOp(cx.ssa(x), element_type(to)))]
+
+
+@onnx_op("Size")
+def emit_size(n: NodeView) -> list:
+    """Size(x) -> the product of x's dims as a 0-d int64: a constant when static, else symbolic
+    (index arithmetic on graph.dim values, materialized only when used as data)."""
+    cx = n.cx
+    total: int | object = 1
+    for d in cx.dims(n.input(0)):
+        total = cx.iarith("mul", total, d)
+    return [cx.from_sym([total], scalar=True)]

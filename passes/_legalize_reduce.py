@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, MemRefTy
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from minimlir.dialects import graph, mem
-from minimlir.passes._kernel_builder import Emitter, Index, KernelBuilder, is_float
+from minimlir.passes._kernel_builder import Emitter, Index, KernelBuilder, is_float, is_unsigned
 from minimlir.passes._legalize_common import GraphDims, Legalization, legalizes
 from minimlir.passes._legalize_elementwise import BroadcastPlan
 
@@ -123,6 +123,8 @@ def identity(kind: str, t: Attribute, b: Emitter) -> SSAValue:
     w = t.width.data
     if w == 1:
         return b.const(0 if kind == "max" else 1, t)
+    if is_unsigned(t):
+        return b.const(0 if kind == "max" else (1 << w) - 1, t)
     return b.const(-(1 << (w - 1)) if kind == "max" else (1 << (w - 1)) - 1, t)
 
 

@@ -206,3 +206,81 @@ def test_cumsum_gpt2_position_ids():
                inits=[helper.make_tensor("axis", I64, [], [1]), helper.make_tensor("one", I64, [], [1])])
     feeds = [{"mask": (_rng.random((b, s)) > 0.3).astype(np.float32)} for b, s in ((1, 7), (3, 33))]
     check_against_ort(m, feeds)
+
+
+# --------------------------------------------------------------------------------------------
+# unsigned integers
+
+
+_U8 = np.array([0, 1, 127, 128, 200, 255, 3, 250], np.uint8)
+_U8_B = np.array([1, 255, 128, 127, 100, 2, 3, 5], np.uint8)
+
+
+@pytest.mark.parametrize("op,out", [("Add", "same"), ("Sub", "same"), ("Mul", "same"), ("Div", "same"),
+                                    ("Max", "same"), ("Min", "same"), ("Mod", "same"), ("Greater", B),
+                                    ("Less", B), ("Equal", B), ("GreaterOrEqual", B), ("LessOrEqual", B)])
+@pytest.mark.parametrize("elem,dtype", [(TensorProto.UINT8, np.uint8), (TensorProto.UINT32, np.uint32)])
+def test_unsigned_binary(op, out, elem, dtype):
+    """Values >= 2**(w-1) compare, divide and take max/min as unsigned (signed ops get them wrong)."""
+    m = _model([helper.make_node(op, ["a", "b"], ["y"])], [_vi("a", elem, ["n"]), _vi("b", elem, ["n"])],
+               [_vi("y", elem if out == "same" else out, ["n"])], 17)
+    shift = 24 if dtype == np.uint32 else 0
+    a, b = _U8.astype(dtype) << shift, _U8_B.astype(dtype) << shift
+    b = np.maximum(b, 1)  # no division by zero
+    check_against_ort(m, [{"a": a, "b": b}, {"a": np.tile(a, 5), "b": np.tile(b, 5)}])
+
+
+def test_unsigned_casts_and_sign():
+    m = _model([helper.make_node("Cast", ["a"], ["f"], to=F),
+                helper.make_node("Cast", ["a"], ["i"], to=I64),
+                helper.make_node("Cast", ["a"], ["s"], to=TensorProto.INT8),
+                helper.make_node("Sign", ["a"], ["g"]),
+                helper.make_node("Cast", ["x"], ["u"], to=TensorProto.UINT8),
+                helper.make_node("Cast", ["x"], ["w"], to=TensorProto.UINT16)],
+               [_vi("a", TensorProto.UINT8, ["n"]), _vi("x", F, ["n"])],
+               [_vi("f", F, ["n"]), _vi("i", I64, ["n"]), _vi("s", TensorProto.INT8, ["n"]),
+                _vi("g", TensorProto.UINT8, ["n"]), _vi("u", TensorProto.UINT8, ["n"]),
+                _vi("w", TensorProto.UINT16, ["n"])], 17)
+    x = np.array([0.0, 1.5, 127.0, 128.0, 200.9, 255.0, 3.0, 250.0], np.float32)
+    check_against_ort(m, [{"a": _U8, "x": x}, {"a": _U8[:3], "x": x[:3]}])
+
+
+def test_uint8_image_preprocessing():
+    """A uint8 NCHW image -> float, normalized, then a ReduceMax over pixels (vectorized kernels)."""
+    m = _model([helper.make_node("Cast", ["img"], ["f"], to=F),
+                helper.make_node("Div", ["f", "scale"], ["y"]),
+                helper.make_node("ReduceMax", ["img"], ["mx"], axes=[2, 3], keepdims=0)],
+               [_vi("img", TensorProto.UINT8, ["n", 3, "h", "w"])],
+               [_vi("y", F, ["n", 3, "h", "w"]), _vi("mx", TensorProto.UINT8, ["n", 3])], 13,
+               inits=[helper.make_tensor("scale", F, [], [255.0])])
+    feeds = [{"img": _rng.integers(0, 256, (n, 3, h, w)).astype(np.uint8)} for n, h, w in ((1, 4, 33), (2, 17, 8))]
+    check_against_ort(m, feeds)
+
+
+# --------------------------------------------------------------------------------------------
+# function ops (expanded into their ONNX function body)
+
+
+def test_function_ops_expand_and_match():
+    """Celu (opset 12 body), RMSNormalization and Mish have no emitter: they import as their body."""
+    from minimlir.frontend.onnx_import import check_support
+
+    nodes = [helper.make_node("Celu", ["x"], ["c"], alpha=0.7),
+             helper.make_node("RMSNormalization", ["c", "scale"], ["r"], axis=-1, epsilon=1e-5),
+             helper.make_node("Mish", ["r"], ["y"])]
+    m = _model(nodes, [_vi("x", F, ["b", "s", 8])], [_vi("y", F, ["b", "s", 8])], 23,
+               inits=[helper.make_tensor("scale", F, [8], np.linspace(0.5, 1.5, 8).tolist())])
+    m.ir_version = 10
+    rows = check_support(m)
+    assert all(r[3] is None for r in rows), rows
+    check_against_ort(m, [{"x": _f32(1, 3, 8)}, {"x": _f32(2, 9, 8)}], rtol=1e-5, atol=1e-6)
+
+
+def test_function_op_with_an_unsupported_body_is_not_expanded():
+    """A function op whose body needs an op without an emitter stays itself in the support table."""
+    from minimlir.frontend.onnx_import import check_support
+
+    m = _model([helper.make_node("Bernoulli", ["x"], ["y"], seed=1.0)], [_vi("x", F, [4])], [_vi("y", F, [4])], 22)
+    m.ir_version = 10
+    rows = check_support(m)
+    assert [(r[0], r[3]) for r in rows] == [("Bernoulli", "no importer for this op")], rows
