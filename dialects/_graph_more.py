@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
@@ -32,6 +32,8 @@ from xdsl.utils.exceptions import VerifyException
 from minimlir.dialects.graph import (
     DYNAMIC,
     Shape,
+    _BinaryOp,
+    _UnaryOp,
     _bool,
     _check_axis,
     _check_result_shape,
@@ -179,4 +181,51 @@ class CumSumOp(IRDLOperation):
         _check_axis(self.axis.value.data, len(_shape(self.input)))
 
 
-MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp]
+# --------------------------------------------------------------------------------------------
+# elementwise: trigonometric and hyperbolic functions, rounding, bit shifts
+
+
+def _unary(cls_name: str, op_name: str, doc: str):
+    cls = type(cls_name, (_UnaryOp,), {"__doc__": doc, "name": op_name, "__module__": __name__,
+                                       "__qualname__": cls_name})
+    return irdl_op_definition(cls)
+
+
+SinOp = _unary("SinOp", "graph.sin", "Elementwise sin(x).")
+CosOp = _unary("CosOp", "graph.cos", "Elementwise cos(x).")
+TanOp = _unary("TanOp", "graph.tan", "Elementwise tan(x).")
+AsinOp = _unary("AsinOp", "graph.asin", "Elementwise asin(x).")
+AcosOp = _unary("AcosOp", "graph.acos", "Elementwise acos(x).")
+AtanOp = _unary("AtanOp", "graph.atan", "Elementwise atan(x).")
+SinhOp = _unary("SinhOp", "graph.sinh", "Elementwise sinh(x).")
+CoshOp = _unary("CoshOp", "graph.cosh", "Elementwise cosh(x).")
+AsinhOp = _unary("AsinhOp", "graph.asinh", "Elementwise asinh(x).")
+AcoshOp = _unary("AcoshOp", "graph.acosh", "Elementwise acosh(x).")
+AtanhOp = _unary("AtanhOp", "graph.atanh", "Elementwise atanh(x).")
+RoundOp = _unary("RoundOp", "graph.round", "Elementwise round to nearest, ties to even (ONNX Round).")
+
+TRIG_OPS = [SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp]
+
+
+@irdl_op_definition
+class BitShiftOp(_BinaryOp):
+    """Elementwise lhs << rhs or lhs >> rhs (logical; unsigned integers), with broadcasting; a
+    shift by the bit width or more gives 0 (ONNX BitShift)."""
+
+    name = "graph.bitshift"
+    OPERAND_KIND: ClassVar[str] = "int"
+
+    direction = prop_def(StringAttr)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, direction: str, result_type=None):
+        super().__init__(lhs, rhs, result_type, properties={"direction": StringAttr(direction)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.direction.data not in ("LEFT", "RIGHT"):
+            raise VerifyException(f"direction must be LEFT or RIGHT, got {self.direction.data}")
+
+
+MORE_ELEMENTWISE = [*TRIG_OPS, RoundOp]
+MORE_BROADCAST = [BitShiftOp]
+MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp]

@@ -2267,9 +2267,22 @@ class CallKernelOp(IRDLOperation):
 
 from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers above)
     MORE_OPS,
+    AcoshOp,
+    AcosOp,
+    AsinhOp,
+    AsinOp,
+    AtanhOp,
+    AtanOp,
+    BitShiftOp,
+    CoshOp,
+    CosOp,
     CumSumOp,
     GatherElementsOp,
     GatherNDOp,
+    RoundOp,
+    SinhOp,
+    SinOp,
+    TanOp,
 )
 
 Graph = Dialect(

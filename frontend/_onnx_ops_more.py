@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, Signedness
 
 from minimlir.dialects import graph
 from minimlir.frontend._onnx_ops import _axis, _const_input, _elem, _is_float, _ssa, onnx_op
@@ -18,6 +19,7 @@ from minimlir.frontend.onnx_import import (
     NodeView,
     Unsupported,
     element_type,
+    numpy_dtype_of,
     onnx_dtype_name,
 )
 
@@ -132,3 +134,68 @@ def emit_size(n: NodeView) -> list:
     for d in cx.dims(n.input(0)):
         total = cx.iarith("mul", total, d)
     return [cx.from_sym([total], scalar=True)]
+
+
+# --------------------------------------------------------------------------------------------
+# elementwise: trigonometric and hyperbolic functions, rounding, bitwise ops
+
+
+def _float_unary(op_cls):
+    def emit(n: NodeView) -> list:
+        x = _ssa(n, 0)
+        if not _is_float(x):
+            raise Unsupported(f"{n.op_type} of {_elem(x)}")
+        return [n.cx.emit1(op_cls(x))]
+
+    emit.__doc__ = f"-> {op_cls.name} x"
+    return emit
+
+
+for _t, _cls in {
+    "Sin": graph.SinOp, "Cos": graph.CosOp, "Tan": graph.TanOp, "Asin": graph.AsinOp,
+    "Acos": graph.AcosOp, "Atan": graph.AtanOp, "Sinh": graph.SinhOp, "Cosh": graph.CoshOp,
+    "Asinh": graph.AsinhOp, "Acosh": graph.AcoshOp, "Atanh": graph.AtanhOp, "Round": graph.RoundOp,
+}.items():
+    onnx_op(_t)(_float_unary(_cls))
+
+
+@onnx_op("Xor")
+def emit_xor(n: NodeView) -> list:
+    """Xor(a, b) (bool) -> graph.xor (broadcasting)."""
+    return [n.cx.emit1(graph.XorOp(_ssa(n, 0), _ssa(n, 1)))]
+
+
+@onnx_op("BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def emit_bitwise(n: NodeView) -> list:
+    """BitwiseAnd/Or/Xor(a, b) (integers) -> graph.and/or/xor (broadcasting)."""
+    cls = {"BitwiseAnd": graph.AndOp, "BitwiseOr": graph.OrOp, "BitwiseXor": graph.XorOp}[n.op_type]
+    a, b = _ssa(n, 0), _ssa(n, 1)
+    if _is_float(a):
+        raise Unsupported(f"{n.op_type} of {_elem(a)}")
+    return [n.cx.emit1(cls(a, b))]
+
+
+@onnx_op("BitwiseNot")
+def emit_bitwise_not(n: NodeView) -> list:
+    """BitwiseNot(x) -> graph.xor(x, all ones) (a 0-d constant of x's type)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if _is_float(x):
+        raise Unsupported(f"BitwiseNot of {_elem(x)}")
+    ones = np.invert(np.zeros((), numpy_dtype_of(_elem(x))))
+    return [cx.emit1(graph.XorOp(x, cx.scalar(ones.item(), _elem(x))))]
+
+
+@onnx_op("BitShift")
+def emit_bitshift(n: NodeView) -> list:
+    """BitShift(x, y, direction) -> graph.bitshift {direction} (unsigned integers; signed ones
+    from opset 28: arithmetic right shift)."""
+    x = _ssa(n, 0)
+    t = _elem(x)
+    if not isinstance(t, IntegerType) or t.width.data == 1:
+        raise Unsupported(f"BitShift of {t}")
+    if t.signedness.data != Signedness.UNSIGNED and n.opset < 28:
+        raise Unsupported(f"BitShift of {t} before opset 28")
+    direction = n.attr("direction")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    return [n.cx.emit1(graph.BitShiftOp(x, _ssa(n, 1), direction))]

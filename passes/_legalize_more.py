@@ -1,4 +1,6 @@
-"""Legalizations of the ops of `minimlir.dialects._graph_more`: gather_elements, gather_nd, cumsum.
+"""Legalizations of the ops of `minimlir.dialects._graph_more`: gather_elements, gather_nd, cumsum,
+the trigonometric / hyperbolic functions, round and bitshift (elementwise, as in
+`_legalize_elementwise`).
 
     gather_elements: one block "gather_elements" over the result: y[v] = x[v with v[axis] := j],
                      j = clamp(wrap(I[v])) (negative indices count from the end; an out-of-range
@@ -14,12 +16,14 @@
 
 from __future__ import annotations
 
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import IndexType, MemRefType, TensorType
 from xdsl.ir import SSAValue
 
 from minimlir.dialects import graph
-from minimlir.passes._kernel_builder import Emitter, Index, KernelBuilder
+from minimlir.passes._kernel_builder import Emitter, Index, KernelBuilder, is_unsigned
 from minimlir.passes._legalize_common import GraphDims, Legalization, legalizes
+from minimlir.passes._legalize_elementwise import build_elementwise
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -122,3 +126,50 @@ class LegalizeCumSum(Legalization):
             prev, cur = pos(e, i), pos(e, e.iadd(i, 1))
             add = e.load(x, at(e, vs, prev if exclusive else cur))
             e.store(e.add(e.load(y, at(e, vs, prev)), add), y, at(e, vs, cur))
+
+
+# -- elementwise: trigonometric, hyperbolic, rounding, bit shifts -------------------------------
+
+_MATH_UNARY = {
+    graph.SinOp: math.SinOp, graph.CosOp: math.CosOp, graph.TanOp: math.TanOp,
+    graph.AsinOp: math.AsinOp, graph.AcosOp: math.AcosOp, graph.AtanOp: math.AtanOp,
+    graph.SinhOp: math.SinhOp, graph.CoshOp: math.CoshOp, graph.AsinhOp: math.AsinhOp,
+    graph.AcoshOp: math.AcoshOp, graph.AtanhOp: math.AtanhOp,
+    graph.RoundOp: math.RoundEvenOp,  # ONNX Round: half to even
+}
+
+
+@legalizes(*_MATH_UNARY)
+class LegalizeMathUnary(Legalization):
+    """y[i] = f(x[i]) with f the math-dialect op of the same name (round: math.roundeven)."""
+
+    def build(self, op, kb: KernelBuilder) -> None:
+        math_cls = _MATH_UNARY[type(op)]
+        build_elementwise(kb, op.name.split(".", 1)[1], lambda b, v: b.emit(math_cls(v[0])))
+
+
+@legalizes(graph.BitShiftOp)
+class LegalizeBitShift(Legalization):
+    """z[i] = x << y (LEFT) or x >> y (RIGHT: logical for unsigned, arithmetic for signed),
+    broadcast. A shift by a negative amount or by the width or more (poison in LLVM) gives what
+    the sign extension alone gives: -1 for a right shift of a negative x, else 0 (ONNX BitShift)."""
+
+    def build(self, op: graph.BitShiftOp, kb: KernelBuilder) -> None:
+        left = op.direction.data == "LEFT"
+        t = _elt(kb.outputs[0])
+        width = t.width.data
+        signed = not is_unsigned(t)
+
+        def fn(b: Emitter, v: list[SSAValue]) -> SSAValue:
+            x, y = v
+            right_cls = arith.ShRSIOp if signed else arith.ShRUIOp
+            shifted = b.emit((arith.ShLIOp if left else right_cls)(x, y))
+            too_far = b.cmp("ge", y, b.const(width, t))
+            fill = b.const(0, t)
+            if signed:
+                too_far = b.emit(arith.OrIOp(too_far, b.cmp("lt", y, b.const(0, t))))
+                if not left:
+                    fill = b.select(b.cmp("lt", x, b.const(0, t)), b.const(-1, t), fill)
+            return b.select(too_far, fill, shifted)
+
+        build_elementwise(kb, "bitshift", fn)

@@ -284,3 +284,55 @@ def test_function_op_with_an_unsupported_body_is_not_expanded():
     m.ir_version = 10
     rows = check_support(m)
     assert [(r[0], r[3]) for r in rows] == [("Bernoulli", "no importer for this op")], rows
+
+
+# --------------------------------------------------------------------------------------------
+# trigonometric / hyperbolic, Round, Xor, bitwise ops, BitShift
+
+
+@pytest.mark.parametrize("op,lo,hi", [("Sin", -7, 7), ("Cos", -7, 7), ("Tan", -1.5, 1.5), ("Asin", -1, 1),
+                                      ("Acos", -1, 1), ("Atan", -9, 9), ("Sinh", -5, 5), ("Cosh", -5, 5),
+                                      ("Asinh", -9, 9), ("Acosh", 1, 9), ("Atanh", -0.99, 0.99)])
+def test_trig_and_hyperbolic(op, lo, hi):
+    m = _model([helper.make_node(op, ["x"], ["y"])], [_vi("x", F, ["n"])], [_vi("y", F, ["n"])], 9)
+    feeds = [{"x": _rng.uniform(lo, hi, n).astype(np.float32)} for n in (5, 67)]
+    check_against_ort(m, feeds, [f"graph.{op.lower()}"], rtol=1e-5, atol=1e-6)
+
+
+def test_round_half_to_even():
+    m = _model([helper.make_node("Round", ["x"], ["y"])], [_vi("x", F, ["n"])], [_vi("y", F, ["n"])], 11)
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7, 1e8 + 0.5, np.inf, -0.0], np.float32)
+    check_against_ort(m, [{"x": x}, {"x": np.repeat(x, 9)}], ["graph.round"])
+
+
+def test_xor_and_bitwise():
+    m = _model([helper.make_node("Xor", ["p", "q"], ["x"]),
+                helper.make_node("BitwiseAnd", ["a", "b"], ["band"]),
+                helper.make_node("BitwiseOr", ["a", "b"], ["bor"]),
+                helper.make_node("BitwiseXor", ["a", "b"], ["bxor"]),
+                helper.make_node("BitwiseNot", ["a"], ["bnot"]),
+                helper.make_node("BitwiseNot", ["u"], ["unot"])],
+               [_vi("p", B, ["n"]), _vi("q", B, [1]), _vi("a", I32, ["n"]), _vi("b", I32, ["n"]),
+                _vi("u", TensorProto.UINT8, ["n"])],
+               [_vi("x", B, ["n"]), _vi("band", I32, ["n"]), _vi("bor", I32, ["n"]), _vi("bxor", I32, ["n"]),
+                _vi("bnot", I32, ["n"]), _vi("unot", TensorProto.UINT8, ["n"])], 18)
+    feeds = []
+    for n in (3, 40):
+        feeds.append({"p": _rng.random(n) > 0.5, "q": np.array([True]),
+                      "a": _rng.integers(-2**31, 2**31, n).astype(np.int32),
+                      "b": _rng.integers(-2**31, 2**31, n).astype(np.int32),
+                      "u": _rng.integers(0, 256, n).astype(np.uint8)})
+    check_against_ort(m, feeds)
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("elem,dtype", [(TensorProto.UINT8, np.uint8), (TensorProto.UINT64, np.uint64)])
+def test_bitshift_unsigned(direction, elem, dtype):
+    m = _model([helper.make_node("BitShift", ["x", "y"], ["z"], direction=direction)],
+               [_vi("x", elem, ["n"]), _vi("y", elem, ["n"])], [_vi("z", elem, ["n"])], 11)
+    w = np.dtype(dtype).itemsize * 8
+    feeds = []
+    for n in (4, 33):
+        x = _rng.integers(0, 2**(w - 1), n, dtype=np.uint64).astype(dtype) * 2 + 1
+        feeds.append({"x": x, "y": _rng.integers(0, w, n).astype(dtype)})  # < width: defined in onnxruntime
+    check_against_ort(m, feeds, ["graph.bitshift"])
