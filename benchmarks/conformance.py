@@ -727,6 +727,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", default=None, metavar="DIR", help="write the cases into DIR and keep them")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--quiet", "-q", action="store_true", help="only the summary")
+    p.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                   help="run the cases in a seeded random order (a run stopped early is then a fair sample)")
     p.add_argument("--all", action="store_true",
                    help="node family: every node case (not only the supported ones), through minimlir and "
                         "onnxruntime in the same run, with a per-op table of what fails and why")
@@ -750,6 +752,10 @@ def main(argv: list[str] | None = None) -> int:
             dirs = {c.name: write_any_node_case(c, tc, scratch) for c, tc in everything}
             ours = [(c, dirs[c.name]) for c, _ in everything if c.name not in rejected]
             theirs = [(Case(**{**asdict(c), "backend": "onnxruntime"}), dirs[c.name]) for c, _ in everything]
+            if args.shuffle is not None:
+                import random
+
+                random.Random(args.shuffle).shuffle(ours)
             print(f"node (all): {len(everything)} cases; minimlir runs {len(ours)} ({len(rejected)} unsupported), "
                   f"onnxruntime runs all", flush=True)
             ort_results = run_cases(theirs, args.jobs, args.timeout or 180, not args.quiet)
