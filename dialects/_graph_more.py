@@ -46,6 +46,7 @@ from minimlir.dialects.graph import (
     _tensor,
     dims_compatible,
     format_shape,
+    reduce_result_shape,
 )
 
 _INDEX_TYPES = (i64, IntegerType(32))
@@ -226,6 +227,45 @@ class BitShiftOp(_BinaryOp):
             raise VerifyException(f"direction must be LEFT or RIGHT, got {self.direction.data}")
 
 
+@irdl_op_definition
+class ArgMinOp(IRDLOperation):
+    """Index (i64) of the minimum along `axis`; the first one, or the last with select_last_index
+    (NaN counts as the minimum, as NumPy's argmin). Same shape rules as graph.argmax."""
+
+    name = "graph.argmin"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    axis = prop_def(IntegerAttr[_I64])
+    keepdims = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(True))
+    select_last_index = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int, keepdims: bool = True, select_last_index: bool = False):
+        shape = _shape(input)
+        axis = _normalize_axis(axis, len(shape))
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(reduce_result_shape(shape, [axis], keepdims), i64)],
+            properties={"axis": _i64(axis), "keepdims": _bool(keepdims),
+                        "select_last_index": _bool(select_last_index)},
+        )
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        if _elt(self.result) != i64:
+            raise VerifyException(f"result element type must be i64, got {_elt(self.result)}")
+        shape = _shape(self.input)
+        axis = self.axis.value.data
+        _check_axis(axis, len(shape))
+        _check_result_shape(reduce_result_shape(shape, [axis], bool(self.keepdims)), self.result)
+
+
+MORE_REDUCE = [ArgMinOp]
 MORE_ELEMENTWISE = [*TRIG_OPS, RoundOp]
 MORE_BROADCAST = [BitShiftOp]
-MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp]
+MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp, ArgMinOp]

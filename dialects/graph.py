@@ -2269,6 +2269,7 @@ from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers
     MORE_OPS,
     AcoshOp,
     AcosOp,
+    ArgMinOp,
     AsinhOp,
     AsinOp,
     AtanhOp,

@@ -199,3 +199,12 @@ def emit_bitshift(n: NodeView) -> list:
     direction = n.attr("direction")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     return [n.cx.emit1(graph.BitShiftOp(x, _ssa(n, 1), direction))]
+
+
+@onnx_op("ArgMin")
+def emit_argmin(n: NodeView) -> list:
+    """ArgMin(x, axis, keepdims, select_last_index) -> graph.argmin (i64)."""
+    x = _ssa(n, 0)
+    axis = _axis(int(n.attr("axis", 0)), len(x.type.get_shape()))
+    return [n.cx.emit1(graph.ArgMinOp(x, axis=axis, keepdims=bool(n.attr("keepdims", 1)),
+                                      select_last_index=bool(n.attr("select_last_index", 0))))]

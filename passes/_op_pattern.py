@@ -87,6 +87,7 @@ PATTERNS: dict[OpPattern, tuple[type[Operation], ...]] = {
 # the ops of dialects/_graph_more.py
 PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
 PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
+PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 
 _BY_CLASS: dict[type[Operation], OpPattern] = {
     cls: kind for kind, classes in PATTERNS.items() for cls in classes

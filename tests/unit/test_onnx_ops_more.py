@@ -336,3 +336,22 @@ def test_bitshift_unsigned(direction, elem, dtype):
         x = _rng.integers(0, 2**(w - 1), n, dtype=np.uint64).astype(dtype) * 2 + 1
         feeds.append({"x": x, "y": _rng.integers(0, w, n).astype(dtype)})  # < width: defined in onnxruntime
     check_against_ort(m, feeds, ["graph.bitshift"])
+
+
+# --------------------------------------------------------------------------------------------
+# ArgMin
+
+
+@pytest.mark.parametrize("keepdims,last", [(1, 0), (0, 1)])
+def test_argmin_dynamic_with_ties_and_nan(keepdims, last):
+    m = _model([helper.make_node("ArgMin", ["x"], ["y"], axis=1, keepdims=keepdims, select_last_index=last)],
+               [_vi("x", F, ["n", "m"])], [_vi("y", I64, None)], 13)
+    x1 = np.array([[3, 1, 1, 2], [0, 0, 5, -1], [7, 7, 7, 7]], np.float32)
+    feeds = [{"x": x1}, {"x": np.round(_f32(5, 37))}]
+    check_against_ort(m, feeds, ["graph.argmin"])
+
+
+def test_argmin_uint8():
+    m = _model([helper.make_node("ArgMin", ["x"], ["y"], axis=0, keepdims=0)],
+               [_vi("x", TensorProto.UINT8, ["n", 3])], [_vi("y", I64, [3])], 13)
+    check_against_ort(m, [{"x": np.array([[200, 3, 128], [127, 255, 0]], np.uint8)}])
