@@ -600,6 +600,7 @@ def _static_problems(model: onnx.ModelProto, value_info,
                      node_opsets: list[int] | None = None) -> list[tuple[onnx.NodeProto, int, str | None]]:
     """(node, opset, reason or None) for every node, from op type, attributes and dtypes only."""
     from minimlir.frontend._onnx_ops import OP_TABLE
+    from minimlir.frontend._onnx_unsupported import domain_reason, no_importer_reason
 
     opsets = _opsets(model)
     known = _known_constants(model)
@@ -611,9 +612,9 @@ def _static_problems(model: onnx.ModelProto, value_info,
             opset = node_opsets[k]
         reason = None
         if domain != "":
-            reason = f"domain '{node.domain}' is not supported"
+            reason = domain_reason(node.domain)
         elif node.op_type not in OP_TABLE:
-            reason = "no importer for this op"
+            reason = no_importer_reason(node.op_type)
         else:
             spec = OP_TABLE[node.op_type]
             if opset < spec.min_opset:
