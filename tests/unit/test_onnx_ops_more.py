@@ -356,3 +356,17 @@ def test_argmin_uint8():
     m = _model([helper.make_node("ArgMin", ["x"], ["y"], axis=0, keepdims=0)],
                [_vi("x", TensorProto.UINT8, ["n", 3])], [_vi("y", I64, [3])], 13)
     check_against_ort(m, [{"x": np.array([[200, 3, 128], [127, 255, 0]], np.uint8)}])
+
+
+@pytest.mark.parametrize("op,ref", [("Elu", lambda x: np.where(x > 0, x, np.expm1(x))), ("Tan", np.tan),
+                                    ("Atan", np.arctan), ("Sinh", np.sinh)])
+def test_float16_libm_functions(op, ref):
+    """libm has no f16 functions: f16 values are extended to f32 for the call, truncated back
+    (scalar and vectorized lanes). Used to fail: "no libm function 'expm1' for type f16"."""
+    m = _model([helper.make_node(op, ["x"], ["y"])], [_vi("x", H, ["n"])], [_vi("y", H, ["n"])], 13)
+    compiled = mini_compile(m, cache=False)
+    for n in (3, 37):
+        x = np.linspace(-1.2, 1.2, n).astype(np.float16)
+        out = np.asarray(compiled(x)).reshape(-1)
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, ref(x.astype(np.float32)).astype(np.float16))
