@@ -2265,6 +2265,27 @@ class CallKernelOp(IRDLOperation):
         _check_num_dims(self.dims, [r.type for r in self.outputs])
 
 
+from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers above)
+    MORE_OPS,
+    AcoshOp,
+    AcosOp,
+    ArgMinOp,
+    AsinhOp,
+    AsinOp,
+    AtanhOp,
+    AtanOp,
+    BitShiftOp,
+    CoshOp,
+    CosOp,
+    CumSumOp,
+    GatherElementsOp,
+    GatherNDOp,
+    RoundOp,
+    SinhOp,
+    SinOp,
+    TanOp,
+)
+
 Graph = Dialect(
     "graph",
     [
@@ -2280,6 +2301,7 @@ Graph = Dialect(
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, GatherOp, WhereOp, CastOp, PadOp,
         BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
+        *MORE_OPS,
     ],
     [],
 )

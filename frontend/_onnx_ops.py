@@ -180,6 +180,8 @@ _NP_BINARY = {
     "Equal": np.equal,
     "Greater": np.greater,
     "Less": np.less,
+    "GreaterOrEqual": np.greater_equal,
+    "LessOrEqual": np.less_equal,
     "Max": np.maximum,
     "Min": np.minimum,
 }
@@ -194,6 +196,8 @@ _GRAPH_BINARY = {
     "Equal": graph.EqOp,
     "Greater": graph.GtOp,
     "Less": graph.LtOp,
+    "GreaterOrEqual": graph.GeOp,
+    "LessOrEqual": graph.LeOp,
     "Max": graph.MaxOp,
     "Min": graph.MinOp,
 }
@@ -235,10 +239,11 @@ def _binary_values(cx: Importer, op_type: str, a: Value, b: Value) -> Value | SS
     return cx.emit1(_GRAPH_BINARY[op_type](lhs, rhs))
 
 
-@onnx_op("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Greater", "Less", check=_check_legacy_broadcast)
+@onnx_op("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Greater", "Less", "GreaterOrEqual",
+         "LessOrEqual", check=_check_legacy_broadcast)
 def emit_binary(n: NodeView) -> list:
-    """Add Sub Mul Div Pow And Or Equal Greater Less -> graph.add/sub/mul/div/pow/and/or/eq/gt/lt
-    (NumPy broadcasting). Pow with an exponent of another type casts the exponent to the base's
+    """Add Sub Mul Div Pow And Or Equal Greater Less GreaterOrEqual LessOrEqual ->
+    graph.add/sub/mul/div/pow/and/or/eq/gt/lt/ge/le (NumPy broadcasting). Pow with an exponent of another type casts the exponent to the base's
     type (graph.cast). Integer shape arithmetic on symbolic shapes is folded into index ops."""
     return [_binary_values(n.cx, n.op_type, n.input(0), n.input(1))]
 
@@ -1441,3 +1446,7 @@ def emit_argmax(n: NodeView) -> list:
         )
     ]
 
+
+
+# More emitters (operator coverage) live in their own module and register themselves here.
+from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401

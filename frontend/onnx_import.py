@@ -76,6 +76,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     NameLoc,
+    Signedness,
     StringAttr,
     TensorType,
     f16,
@@ -103,6 +104,11 @@ _DTYPES: dict[int, tuple[np.dtype, Attribute]] = {
     TensorProto.INT16: (np.dtype(np.int16), IntegerType(16)),
     TensorProto.INT8: (np.dtype(np.int8), IntegerType(8)),
     TensorProto.BOOL: (np.dtype(np.bool_), IntegerType(1)),
+    # unsigned integers (uint8 images): `ui8` ... in the IR, unsigned compare/divide/extend in kernels
+    TensorProto.UINT8: (np.dtype(np.uint8), IntegerType(8, Signedness.UNSIGNED)),
+    TensorProto.UINT16: (np.dtype(np.uint16), IntegerType(16, Signedness.UNSIGNED)),
+    TensorProto.UINT32: (np.dtype(np.uint32), IntegerType(32, Signedness.UNSIGNED)),
+    TensorProto.UINT64: (np.dtype(np.uint64), IntegerType(64, Signedness.UNSIGNED)),
 }
 _NP_TO_ONNX = {np_dtype: onnx_type for onnx_type, (np_dtype, _) in _DTYPES.items()}
 
@@ -322,6 +328,9 @@ class Importer:
     """Outputs of nodes another node's emitter has absorbed (a BatchNormalization folded into the
     Conv before it): the node is not emitted, its output is this value."""
     _consumers: dict[str, list[onnx.NodeProto]] | None = None
+    node_opsets: list[int] | None = None
+    """The ai.onnx opset of each node when function ops were expanded (`_onnx_functions`): a
+    function body keeps the opset it is written for."""
     derived: dict[tuple[str, str], Value] = field(default_factory=dict)
     """Weights computed from weights inside an emitter ((weight name, what) -> value), e.g. Gemm's
     transposed B: one folded copy however many nodes use it."""
@@ -587,21 +596,25 @@ def _node_label(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
 
-def _static_problems(model: onnx.ModelProto, value_info) -> list[tuple[onnx.NodeProto, int, str | None]]:
+def _static_problems(model: onnx.ModelProto, value_info,
+                     node_opsets: list[int] | None = None) -> list[tuple[onnx.NodeProto, int, str | None]]:
     """(node, opset, reason or None) for every node, from op type, attributes and dtypes only."""
     from minimlir.frontend._onnx_ops import OP_TABLE
+    from minimlir.frontend._onnx_unsupported import domain_reason, no_importer_reason
 
     opsets = _opsets(model)
     known = _known_constants(model)
     out = []
-    for node in model.graph.node:
+    for k, node in enumerate(model.graph.node):
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         opset = opsets.get(domain, 0)
+        if node_opsets is not None and domain == "":
+            opset = node_opsets[k]
         reason = None
         if domain != "":
-            reason = f"domain '{node.domain}' is not supported"
+            reason = domain_reason(node.domain)
         elif node.op_type not in OP_TABLE:
-            reason = "no importer for this op"
+            reason = no_importer_reason(node.op_type)
         else:
             spec = OP_TABLE[node.op_type]
             if opset < spec.min_opset:
@@ -646,6 +659,18 @@ def _collect_value_info(model: onnx.ModelProto) -> dict:
     return info
 
 
+def _expand_functions(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, list[int] | None, dict[str, int]]:
+    """(the model with its function ops expanded, each node's opset, op -> nodes expanded); the
+    model itself when there is nothing to expand (see `minimlir.frontend._onnx_functions`)."""
+    from minimlir.frontend._onnx_functions import expand_functions, expanded_model
+    from minimlir.frontend._onnx_ops import OP_TABLE
+
+    expansion = expand_functions(proto, OP_TABLE, _infer)
+    if expansion is None:
+        return proto, None, {}
+    return expanded_model(proto, expansion), expansion.opsets, expansion.expanded
+
+
 def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
@@ -669,11 +694,13 @@ def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple
     and malformed models (the import raises OnnxImportError for those)."""
     proto, path = _load_model(model)
     info = _collect_value_info(_infer(proto))
-    static = _static_problems(proto, info)
+    proto, node_opsets, expanded = _expand_functions(proto)
+    static = _static_problems(proto, info, node_opsets)
     reasons = [reason for _, _, reason in static]
     extra: list[tuple[str, int, str]] = []
     cx = Importer(proto, "check.onnx", path.parent if path is not None else None)
     cx.value_info = info
+    cx.node_opsets = node_opsets
     index = {_node_label(node, i): i for i, (node, _, _) in enumerate(static)}
     try:
         _build(cx)
@@ -710,6 +737,7 @@ def import_onnx(
     proto, path = _load_model(model)
     file_label = path.name if path is not None else (proto.graph.name or "<memory>") + ".onnx"
     inferred = _infer(proto)
+    proto, node_opsets, _ = _expand_functions(proto)
     cx = Importer(
         proto,
         file_label,
@@ -717,6 +745,7 @@ def import_onnx(
         embed_weights=embed_weights,
     )
     cx.value_info = _collect_value_info(inferred)
+    cx.node_opsets = node_opsets
     module = _build(cx)
     if params_path is not None:
         from minimlir.compiler.params import save_params
@@ -787,7 +816,7 @@ def _build(cx: Importer) -> ModuleOp:
         cx.values[name] = cx.from_ssa(arg)
 
     # Nodes.
-    static = _static_problems(cx.model, cx.value_info)
+    static = _static_problems(cx.model, cx.value_info, cx.node_opsets)
     for index, (node, opset, reason) in enumerate(static):
         label = _node_label(node, index)
         if reason is not None:

@@ -4,6 +4,7 @@
     mini-import-onnx model.onnx -o model.mlir --params w.params
     mini-import-onnx model.onnx --embed-weights           # weights inline as graph.constant, IR to stdout
     mini-import-onnx --check model.onnx                   # support table, no import
+    mini-import-onnx --ops                                # every ONNX op: how it imports, or why not
 
 Ops carry their ONNX node as a location, printed as `loc("node"("model.onnx":3:0))`
 (`--strip-debuginfo` drops them). Exit code 1 with a one-line error for a bad model, or with a
@@ -34,13 +35,29 @@ def _support_table(rows, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mini-import-onnx", description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="the .onnx file")
+    parser.add_argument("model", nargs="?", help="the .onnx file")
     parser.add_argument("-o", "--output", help="output .mlir file (default: stdout)")
     parser.add_argument("--params", help="params file (default: <output stem>.params, or <model stem>.params)")
     parser.add_argument("--embed-weights", action="store_true", help="inline weights as graph.constant")
     parser.add_argument("--check", action="store_true", help="print the op support table and exit")
     parser.add_argument("--strip-debuginfo", action="store_true", help="do not print op locations")
+    parser.add_argument("--ops", action="store_true",
+                        help="print every ai.onnx op of the installed onnx package: imported by an emitter, "
+                             "as its function body, or not (and why), then exit")
     args = parser.parse_args(argv)
+    if args.ops:
+        from minimlir.frontend._onnx_unsupported import op_coverage
+
+        rows = op_coverage()
+        sys.stdout.write(f"{'op type':<28} {'opset':>5}  {'status':<8} why\n")
+        for op, opset, status, why in rows:
+            sys.stdout.write(f"{op:<28} {opset:>5}  {status:<8} {why}\n".rstrip() + "\n")
+        counts = {s: sum(r[2] == s for r in rows) for s in ("emitter", "function", "no")}
+        sys.stdout.write(f"{len(rows)} ops: {counts['emitter']} by an emitter, {counts['function']} as a function "
+                         f"body, {counts['no']} not supported\n")
+        return 0
+    if args.model is None:
+        parser.error("the model is required (except with --ops)")
 
     from minimlir.frontend.onnx_import import (
         OnnxImportError,

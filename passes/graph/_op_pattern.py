@@ -24,6 +24,7 @@ from enum import IntEnum
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from minimlir.dialects import _graph_more as graph_more
 from minimlir.dialects import graph
 
 
@@ -82,6 +83,11 @@ PATTERNS: dict[OpPattern, tuple[type[Operation], ...]] = {
         graph.FromDimsOp, graph.ExtractOp, graph.RangeOp, graph.LRNOp,
     ),
 }
+
+# the ops of dialects/_graph_more.py
+PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
+PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
+PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 
 _BY_CLASS: dict[type[Operation], OpPattern] = {
     cls: kind for kind, classes in PATTERNS.items() for cls in classes

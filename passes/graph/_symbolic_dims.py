@@ -226,7 +226,7 @@ _LOADED: list = []
 
 def _legalizations() -> dict:
     if not _LOADED:  # the legalization modules register themselves when imported
-        from minimlir.passes.graph_legalize import _load_legalizations
+        from minimlir.passes.graph.legalize import _load_legalizations
 
         _load_legalizations()
         _LOADED.append(True)

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     StringAttr,
     VectorType,
 )
@@ -51,6 +52,12 @@ Index = SSAValue | int
 def element_type(t: Attribute) -> Attribute:
     """The scalar type of a scalar or vector type."""
     return t.element_type if isinstance(t, VectorType) else t
+
+
+def is_unsigned(t: Attribute) -> bool:
+    """An unsigned integer element type (ui8 ... ui64: ONNX uint8 ... uint64)."""
+    t = element_type(t)
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
 
 
 def is_float(t: Attribute) -> bool:
@@ -156,6 +163,12 @@ class Emitter:
         if isinstance(t, AnyFloat):
             return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))
         assert isinstance(t, IntegerType | IndexType), t
+        if is_unsigned(t):  # arith.constant is signless: the same bits, then bitcast to ui<w>
+            w = t.width.data
+            bits = int(value) % (1 << w)
+            signless = IntegerType(w)
+            c = self.emit(arith.ConstantOp(IntegerAttr(bits - (1 << w) if bits >= 1 << (w - 1) else bits, signless)))
+            return self.emit(arith.BitcastOp(c, t))
         return self.emit(arith.ConstantOp(IntegerAttr(int(value), t)))
 
     def load(self, buf: SSAValue, idx: Sequence[Index], result_type: Attribute | None = None) -> SSAValue:
@@ -177,14 +190,15 @@ class Emitter:
         return self._bin(arith.MulfOp, arith.MuliOp, a, b)
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.DivfOp, arith.DivSIOp, a, b)
+        return self._bin(arith.DivfOp, arith.DivUIOp if is_unsigned(a.type) else arith.DivSIOp, a, b)
 
     def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """NaN-propagating maximum for floats (ONNX/NumPy semantics), signed max for ints."""
-        return self._bin(arith.MaximumfOp, arith.MaxSIOp, a, b)
+        """NaN-propagating maximum for floats (ONNX/NumPy semantics), signed max for ints
+        (unsigned for ui8 ... ui64)."""
+        return self._bin(arith.MaximumfOp, arith.MaxUIOp if is_unsigned(a.type) else arith.MaxSIOp, a, b)
 
     def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.MinimumfOp, arith.MinSIOp, a, b)
+        return self._bin(arith.MinimumfOp, arith.MinUIOp if is_unsigned(a.type) else arith.MinSIOp, a, b)
 
     def neg(self, a: SSAValue) -> SSAValue:
         if is_float(a.type):
@@ -196,7 +210,7 @@ class Emitter:
         if is_float(a.type):
             return self.emit(arith.CmpfOp(a, b, "o" + pred if pred != "ne" else "une"))
         t = element_type(a.type)
-        sign = "u" if isinstance(t, IntegerType) and t.width.data == 1 else "s"  # false < true
+        sign = "u" if isinstance(t, IntegerType) and (t.width.data == 1 or is_unsigned(t)) else "s"  # false < true
         ipred = pred if pred in ("eq", "ne") else sign + pred
         return self.emit(arith.CmpiOp(a, b, ipred))
 
@@ -221,6 +235,14 @@ class Emitter:
         src = v.type
         if src == to:
             return v
+        if isinstance(src, IntegerType) and isinstance(to, IntegerType) and src.width == to.width:
+            if to.width.data == 1 or src.signedness == to.signedness:
+                return v
+            return self.emit(arith.BitcastOp(v, to))  # i8 <-> ui8: the same bits
+        if is_unsigned(src) and isinstance(to, IndexType):
+            if src.width.data < 64:
+                v = self.emit(arith.ExtUIOp(v, IntegerType(64)))
+            return self.emit(arith.IndexCastOp(v, to))
         if isinstance(src, IndexType) or isinstance(to, IndexType):
             if isinstance(src, IndexType) and isinstance(to, AnyFloat):
                 v = self.emit(arith.IndexCastOp(v, IntegerType(64)))
@@ -234,18 +256,20 @@ class Emitter:
                 return self.emit(arith.ExtFOp(v, to))
             return self.emit(arith.TruncFOp(v, to))
         if isinstance(src, IntegerType) and isinstance(to, AnyFloat):
-            if src.width.data == 1:
+            if src.width.data == 1 or is_unsigned(src):
                 return self.emit(arith.UIToFPOp(v, to))
             return self.emit(arith.SIToFPOp(v, to))
         if isinstance(src, AnyFloat) and isinstance(to, IntegerType):
             if to.width.data == 1:  # bool(x): x != 0
                 return self.emit(arith.CmpfOp(v, self.const(0.0, src), "une"))
+            if is_unsigned(to):
+                return self.emit(arith.FPToUIOp(v, to))
             return self.emit(arith.FPToSIOp(v, to))
         assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
         if to.width.data == 1:
             return self.emit(arith.CmpiOp(v, self.const(0, src), "ne"))
         if src.width.data < to.width.data:
-            if src.width.data == 1:
+            if src.width.data == 1 or is_unsigned(src):
                 return self.emit(arith.ExtUIOp(v, to))
             return self.emit(arith.ExtSIOp(v, to))
         return self.emit(arith.TruncIOp(v, to))

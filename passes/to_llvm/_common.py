@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     IndexType,
     IntegerType,
+    Signedness,
     ModuleOp,
     UnrealizedConversionCastOp,
     VectorType,
@@ -75,7 +76,9 @@ def convert_type_or_none(t: Attribute) -> Attribute | None:
             return None
         if elem == t.element_type:
             return t
-        return VectorType(elem, t.get_shape(), t.get_scalable_dims())
+        return VectorType(elem, t.get_shape(), t.scalable_dims)
+    if isinstance(t, IntegerType) and t.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(t.width.data)  # ui8 ... are signless in LLVM (the ops carry the sign)
     if _is_llvm_scalar(t):
         return t
     expander = _EXPANDERS.get(type(t))

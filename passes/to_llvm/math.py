@@ -21,6 +21,7 @@ from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     SymbolTable,
     VectorType,
+    f32,
     i32,
     i64,
 )
@@ -108,17 +110,27 @@ def libm_function(module: ModuleOp, base: str, scalar: Attribute, arity: int) ->
 
 
 def _scalarize(
-    callee: str, args: list[SSAValue], vt: VectorType, fm: llvm.FastMathAttr
+    callee: str, args: list[SSAValue], vt: VectorType, fm: llvm.FastMathAttr, via: Attribute | None = None
 ) -> list[Operation]:
-    """Call a scalar function on every lane of `args` and rebuild the vector."""
+    """Call a scalar function on every lane of `args` and rebuild the vector (with `via`: each
+    lane extended to that type for the call and truncated back)."""
     ops: list[Operation] = [acc := llvm.UndefOp(vt)]
     value: SSAValue = acc.results[0]
     for lane in range(vt.get_shape()[0]):
         idx = llvm.ConstantOp(IntegerAttr(lane, i64), i64)
-        elems = [ext.ExtractElementOp(a, idx) for a in args]
-        call = llvm.CallOp(callee, *elems, return_type=vt.element_type, fastmath=fm)
-        ins = llvm.InsertElementOp(value, call.results[0], idx)
-        ops += [idx, *elems, call, ins]
+        elems: list[Operation] = [ext.ExtractElementOp(a, idx) for a in args]
+        ops += [idx, *elems]
+        if via is not None:
+            elems = [llvm.FPExtOp(e.results[0], via) for e in elems]
+            ops += elems
+        call = llvm.CallOp(callee, *[e.results[0] for e in elems], return_type=via or vt.element_type, fastmath=fm)
+        ops.append(call)
+        result = call.results[0]
+        if via is not None:
+            ops.append(trunc := llvm.FPTruncOp(result, vt.element_type))
+            result = trunc.results[0]
+        ins = llvm.InsertElementOp(value, result, idx)
+        ops.append(ins)
         value = ins.results[0]
     return ops
 
@@ -166,9 +178,15 @@ class LowerMathOp(RewritePattern):
             new_ops.append(ext.FPowIOp(args[0], power, fm))
         elif kind in _LIBM:
             scalar = t.element_type if isinstance(t, VectorType) else t
-            callee = libm_function(self.module, _LIBM[kind], scalar, len(args))
+            # libm has no f16 functions: call the f32 one on the extended value, then truncate
+            via = f32 if isinstance(scalar, Float16Type) else None
+            callee = libm_function(self.module, _LIBM[kind], via or scalar, len(args))
             if isinstance(t, VectorType):
-                new_ops = _scalarize(callee, args, t, fm)
+                new_ops = _scalarize(callee, args, t, fm, via)
+            elif via is not None:
+                exts = [llvm.FPExtOp(a, via) for a in args]
+                call = llvm.CallOp(callee, *[e.results[0] for e in exts], return_type=via, fastmath=fm)
+                new_ops = [*exts, call, llvm.FPTruncOp(call.results[0], t)]
             else:
                 new_ops = [llvm.CallOp(callee, *args, return_type=t, fastmath=fm)]
         else:

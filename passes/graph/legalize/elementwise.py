@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import AnyFloat, Float64Type, IntegerType, MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from minimlir.dialects import graph
-from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder, element_type, is_float
+from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder, element_type, is_float, is_unsigned
 from minimlir.passes.graph.legalize._common import Legalization, legalizes
 
 # --------------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def mod(b: Emitter, x: SSAValue, y: SSAValue, c_fmod: bool) -> SSAValue:
     if is_float(x.type):
         r = fmod(b, x, y)
     else:
-        r = b.emit(arith.RemSIOp(x, y))
+        r = b.emit((arith.RemUIOp if is_unsigned(x.type) else arith.RemSIOp)(x, y))
     if c_fmod:
         return r
     zero = b.const(0, element_type(x.type)) if not is_float(x.type) else fconst(b, 0.0, x)
@@ -213,6 +213,8 @@ def expm1(b: Emitter, x: SSAValue) -> SSAValue:
 def sign(b: Emitter, x: SSAValue) -> SSAValue:
     """-1 / 0 / 1; floats keep ±0 and NaN as they are (NumPy's sign)."""
     t = element_type(x.type)
+    if is_unsigned(t):  # 0 or 1
+        return b.select(b.cmp("gt", x, b.const(0, t)), b.const(1, t), b.const(0, t))
     zero, one, m_one = b.const(0, t), b.const(1, t), b.const(-1, t)
     neg = b.select(b.cmp("lt", x, zero), m_one, zero if not is_float(x.type) else x)
     return b.select(b.cmp("gt", x, zero), one, neg)
@@ -296,6 +298,8 @@ def _relu(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
 
 
 def _abs(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
+    if is_unsigned(x.type):
+        return x
     return b.emit((math.AbsFOp if is_float(x.type) else math.AbsIOp)(x))
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, TensorType
+from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, TensorType, Signedness
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -48,6 +48,8 @@ def _lowest(t: Attribute, b: Emitter) -> SSAValue:
     if isinstance(t, AnyFloat):
         return b.const(float("-inf"), t)
     assert isinstance(t, IntegerType)
+    if t.signedness.data == Signedness.UNSIGNED:
+        return b.const(0, t)
     return b.const(-(2 ** (t.width.data - 1)) if t.width.data > 1 else 0, t)
 
 

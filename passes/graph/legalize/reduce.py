@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, MemRefTy
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from minimlir.dialects import graph, mem
-from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder, is_float
+from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder, is_float, is_unsigned
 from minimlir.passes.graph.legalize._common import GraphDims, Legalization, legalizes
 from minimlir.passes.graph.legalize.elementwise import BroadcastPlan
 
@@ -123,6 +123,8 @@ def identity(kind: str, t: Attribute, b: Emitter) -> SSAValue:
     w = t.width.data
     if w == 1:
         return b.const(0 if kind == "max" else 1, t)
+    if is_unsigned(t):
+        return b.const(0 if kind == "max" else (1 << w) - 1, t)
     return b.const(-(1 << (w - 1)) if kind == "max" else (1 << (w - 1)) - 1, t)
 
 
@@ -245,23 +247,26 @@ class LegalizeReduce(Legalization):
 # argmax
 
 
-@legalizes(graph.ArgMaxOp)
+@legalizes(graph.ArgMaxOp, graph.ArgMinOp)
 class LegalizeArgMax(Legalization):
-    """y = index of the max along `axis` (first one; last with select_last_index). NaN counts
-    as the maximum (NumPy argmax): the first NaN wins, or the last one with select_last_index."""
+    """y = index of the max (argmin: min) along `axis` (first one; last with select_last_index).
+    NaN counts as the maximum (minimum) as in NumPy: the first NaN wins, or the last one with
+    select_last_index."""
 
     def result_dims(self, op: Operation, g: GraphDims) -> list[Index]:
-        assert isinstance(op, graph.ArgMaxOp)
+        assert isinstance(op, graph.ArgMaxOp | graph.ArgMinOp)
         return reduced_result_dims(op, g, [op.axis.value.data], bool(op.keepdims.value.data))
 
     def build(self, op: Operation, kb: KernelBuilder) -> None:
-        assert isinstance(op, graph.ArgMaxOp)
+        assert isinstance(op, graph.ArgMaxOp | graph.ArgMinOp)
         x, y = kb.inputs[0], kb.outputs[0]
         axis = op.axis.value.data
         keep = bool(op.keepdims.value.data)
         last = bool(op.select_last_index.value.data)
         dims = kb.dims(x)
         t = _elt(x)
+        kind = "min" if isinstance(op, graph.ArgMinOp) else "max"
+        strict, loose = ("lt", "le") if kind == "min" else ("gt", "ge")
         scratch = Scratch(kb)
         best = scratch.new(t, [1 if i == axis else d for i, d in enumerate(dims)])
 
@@ -269,18 +274,18 @@ class LegalizeArgMax(Legalization):
             return a.kept if keep else a.dropped
 
         def init(e: Emitter, a: Access) -> None:
-            e.store(identity("max", t, e), best, a.kept)
+            e.store(identity(kind, t, e), best, a.kept)
             e.store(e.const(0, i64), y, out(a))
 
-        with reduce_nest(kb, "argmax", dims, [axis], init) as (b, a):
+        with reduce_nest(kb, f"arg{kind}", dims, [axis], init) as (b, a):
             v = b.load(x, a.full)
             cur = b.load(best, a.kept)
             if last:
-                better = b.cmp("ge", v, cur)
+                better = b.cmp(loose, v, cur)
                 if is_float(t):
                     better = b.emit(arith.OrIOp(better, is_nan(b, v)))
             else:
-                better = b.cmp("gt", v, cur)
+                better = b.cmp(strict, v, cur)
                 if is_float(t):
                     cur_is_number = b.emit(arith.XOrIOp(is_nan(b, cur), b.const(1, IntegerType(1))))
                     first_nan = b.emit(arith.AndIOp(is_nan(b, v), cur_is_number))

@@ -626,3 +626,15 @@
 
 // expected-error @+1 {{param_name must not be empty}}
 %r = "graph.param"() <{param_name = ""}> : () -> tensor<4xf32>
+
+// -----
+
+%x, %i = "test.op"() : () -> (tensor<4x5xf32>, tensor<3xi64>)
+// expected-error @+1 {{indices rank 1 must equal data rank 2}}
+%y = "graph.gather_elements"(%x, %i) <{axis = 0 : i64}> : (tensor<4x5xf32>, tensor<3xi64>) -> tensor<3xf32>
+
+// -----
+
+%x, %i = "test.op"() : () -> (tensor<4x5xf32>, tensor<3x?xi64>)
+// expected-error @+1 {{the last dim of indices must be static}}
+%y = "graph.gather_nd"(%x, %i) <{batch_dims = 0 : i64}> : (tensor<4x5xf32>, tensor<3x?xi64>) -> tensor<3xf32>

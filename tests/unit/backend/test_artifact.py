@@ -23,7 +23,7 @@ import pytest
 import minimlir.runtime as rt
 from minimlir.backend import _target
 from minimlir.frontend import compile
-from minimlir.frontend.params import save_params
+from minimlir.compiler.params import save_params
 
 REPO = Path(__file__).resolve().parents[3]
 MLP = REPO / "examples" / "mlp.onnx"  # x: [batch, 64] -> probs: [batch, 10], weights embedded
@@ -381,7 +381,7 @@ def test_c_example_runs_the_artifact(built, tmp_path):
 
 
 def test_schedule_takes_the_target():
-    from minimlir.passes._default_schedule import ScheduleConfig
+    from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 
     a64 = _target.resolve("aarch64-linux-gnu", None)
     assert (a64.cpu, a64.vector_width, a64.vector_registers) == ("generic", 4, 32)
