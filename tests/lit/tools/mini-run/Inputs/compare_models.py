@@ -39,7 +39,7 @@ def unsupported() -> onnx.ModelProto:
     axis = numpy_helper.from_array(np.array(0, np.int64), "axis")
     k = numpy_helper.from_array(np.array([2], np.int64), "k")
     nodes = [
-        helper.make_node("CumSum", ["x", "axis"], ["c"], name="running"),
+        helper.make_node("Hardmax", ["x"], ["c"], name="running", axis=0),
         helper.make_node("TopK", ["c", "k"], ["v", "i"], name="top"),
         helper.make_node("Einsum", ["v", "v"], ["y"], name="dot", equation="i,i->"),
     ]
