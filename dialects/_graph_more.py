@@ -59,8 +59,10 @@ def _check_indices(indices: SSAValue) -> None:
 
 @irdl_op_definition
 class GatherElementsOp(IRDLOperation):
-    """y[i...] = data[i... with i[axis] replaced by indices[i...]] (ONNX GatherElements; the result
-    has the indices' shape; negative indices count from the end)."""
+    """Gather along `axis` element by element (ONNX GatherElements).
+
+    y[i...] = data[i... with i[axis] replaced by indices[i...]]; the result has the indices' shape;
+    negative indices count from the end."""
 
     name = "graph.gather_elements"
 
@@ -116,8 +118,10 @@ def gather_nd_result_shape(data: Shape, indices: Shape, batch_dims: int) -> list
 
 @irdl_op_definition
 class GatherNDOp(IRDLOperation):
-    """ONNX GatherND: y[b..., q..., s...] = data[b..., indices[b..., q..., :], s...] (the first
-    `batch_dims` dims shared; each index tuple has indices.shape[-1] entries, negative from the end)."""
+    """Gather slices by index tuples (ONNX GatherND).
+
+    y[b..., q..., s...] = data[b..., indices[b..., q..., :], s...]: the first `batch_dims` dims are
+    shared; each index tuple has indices.shape[-1] entries, negative from the end."""
 
     name = "graph.gather_nd"
 
@@ -150,8 +154,9 @@ class GatherNDOp(IRDLOperation):
 
 @irdl_op_definition
 class CumSumOp(IRDLOperation):
-    """Running sum along `axis` (ONNX CumSum): y[.., i, ..] = sum of x[.., j, ..] for j <= i
-    (j < i when exclusive; j >= i / j > i when reverse)."""
+    """Running sum along `axis` (ONNX CumSum).
+
+    y[.., i, ..] = sum of x[.., j, ..] for j <= i (j < i when exclusive; j >= i / j > i when reverse)."""
 
     name = "graph.cumsum"
 
@@ -210,8 +215,9 @@ TRIG_OPS = [SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp
 
 @irdl_op_definition
 class BitShiftOp(_BinaryOp):
-    """Elementwise lhs << rhs or lhs >> rhs (logical; unsigned integers), with broadcasting; a
-    shift by the bit width or more gives 0 (ONNX BitShift)."""
+    """Elementwise logical shift lhs << rhs or lhs >> rhs, with broadcasting (ONNX BitShift).
+
+    Unsigned integers; a shift by the bit width or more gives 0."""
 
     name = "graph.bitshift"
     OPERAND_KIND: ClassVar[str] = "int"
@@ -229,8 +235,10 @@ class BitShiftOp(_BinaryOp):
 
 @irdl_op_definition
 class ArgMinOp(IRDLOperation):
-    """Index (i64) of the minimum along `axis`; the first one, or the last with select_last_index
-    (NaN counts as the minimum, as NumPy's argmin). Same shape rules as graph.argmax."""
+    """Index (i64) of the minimum along `axis`.
+
+    The first one, or the last with select_last_index (NaN counts as the minimum, as NumPy's
+    argmin). Same shape rules as graph.argmax."""
 
     name = "graph.argmin"
 
