@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from minimlir.dialects import _graph_more as graph_more
+from minimlir.dialects import _graph_more as graph_more
 from minimlir.dialects import graph
 
 
@@ -83,6 +84,11 @@ PATTERNS: dict[OpPattern, tuple[type[Operation], ...]] = {
         graph.FromDimsOp, graph.ExtractOp, graph.RangeOp, graph.LRNOp,
     ),
 }
+
+# the ops of dialects/_graph_more.py
+PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
+PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
+PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 
 # the ops of dialects/_graph_more.py
 PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
