@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from minimlir.dialects import _graph_more as graph_more
-from minimlir.dialects import _graph_more as graph_more
 from minimlir.dialects import graph
 
 
@@ -92,10 +91,6 @@ PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 
-# the ops of dialects/_graph_more.py
-PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
-PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
-PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 
 _BY_CLASS: dict[type[Operation], OpPattern] = {
     cls: kind for kind, classes in PATTERNS.items() for cls in classes
