@@ -38,7 +38,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, MemRefType, TensorType, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from minimlir.dialects import graph, mem
@@ -349,7 +349,13 @@ class LegalizeSoftmax(SameShapeAsInput):
 
 @legalizes(graph.LayerNormOp)
 class LegalizeLayerNorm(SameShapeAsInput):
-    """(x - mean) / sqrt(var + eps) * scale (+ bias) over dims [axis, rank); two-pass variance."""
+    """(x - mean) / sqrt(var + eps) * scale (+ bias) over dims [axis, rank); two-pass variance.
+
+    Statistics accumulate in float64 for float32 (and narrower) inputs, and the normalization
+    (x - mean) * rstd is computed in float64 before rounding, as onnxruntime's CPU kernel does: when
+    a row is (nearly) constant, var << eps and rstd ~ 1/sqrt(eps) = 316 amplifies any rounding of
+    the mean; a float32 mean of 32 equal values is a few ulps off and the output missed `bias` by
+    2e-4 (fuzzer, seed 2 graph 388)."""
 
     def build(self, op: Operation, kb: KernelBuilder) -> None:
         assert isinstance(op, graph.LayerNormOp)
@@ -361,22 +367,29 @@ class LegalizeLayerNorm(SameShapeAsInput):
         dims = kb.dims(x)
         rank = len(dims)
         t = _elt(x)
+        assert isinstance(t, AnyFloat)
+        acc: Attribute = f64 if t.bitwidth < 64 else t
+        wide = acc != t
         norm_axes = list(range(axis, rank))
         scratch = Scratch(kb)
         row = [1 if i >= axis else d for i, d in enumerate(dims)]
-        mean = scratch.new(t, row)
-        var = scratch.new(t, row)
+        mean = scratch.new(acc, row)
+        var = scratch.new(acc, row)
         count: Index = 1
         for a in norm_axes:
             count = kb.top.imul(count, dims[a])
-        n = as_element(kb.top, count, t)
+        n = as_element(kb.top, count, acc)
         params = [scale] + ([bias] if bias is not None else [])
         assert isinstance(x.type, MemRefType)
         plan = BroadcastPlan(kb, params, y, others=[x.type.get_shape()])
 
+        def load_x(b: Emitter, idx: Sequence[Index]) -> SSAValue:
+            v = b.load(x, idx)
+            return b.cast(v, acc) if wide else v
+
         with reduce_nest(kb, "layer_norm_mean", dims, norm_axes,
-                         lambda e, a: e.store(e.const(0.0, t), mean, a.kept)) as (b, a):
-            b.store(b.add(b.load(mean, a.kept), b.load(x, a.full)), mean, a.kept)
+                         lambda e, a: e.store(e.const(0.0, acc), mean, a.kept)) as (b, a):
+            b.store(b.add(b.load(mean, a.kept), load_x(b, a.full)), mean, a.kept)
 
         outer = dims[:axis]
         with kb.nest("layer_norm_mean_div", outer) as (b, ivs):
@@ -384,18 +397,20 @@ class LegalizeLayerNorm(SameShapeAsInput):
             b.store(b.div(b.load(mean, idx), n), mean, idx)
 
         with reduce_nest(kb, "layer_norm_var", dims, norm_axes,
-                         lambda e, a: e.store(e.const(0.0, t), var, a.kept)) as (b, a):
-            d = b.sub(b.load(x, a.full), b.load(mean, a.kept))
+                         lambda e, a: e.store(e.const(0.0, acc), var, a.kept)) as (b, a):
+            d = b.sub(load_x(b, a.full), b.load(mean, a.kept))
             b.store(b.add(b.load(var, a.kept), b.mul(d, d)), var, a.kept)
 
         with kb.nest("layer_norm_rstd", outer) as (b, ivs):
             idx = [*ivs, *[0] * (rank - axis)]
-            v = b.add(b.div(b.load(var, idx), n), b.const(eps, t))
-            b.store(b.div(b.const(1.0, t), b.sqrt(v)), var, idx)
+            v = b.add(b.div(b.load(var, idx), n), b.const(eps, acc))
+            b.store(b.div(b.const(1.0, acc), b.sqrt(v)), var, idx)
 
         with kb.nest("layer_norm_norm", dims) as (b, vs):
             idx = [*vs[:axis], *[0] * (rank - axis)]
-            r = b.mul(b.sub(b.load(x, vs), b.load(mean, idx)), b.load(var, idx))
+            r = b.mul(b.sub(load_x(b, vs), b.load(mean, idx)), b.load(var, idx))
+            if wide:
+                r = b.cast(r, t)
             r = b.mul(r, b.load(scale, plan.indices(b, 0, vs)))
             if bias is not None:
                 r = b.add(r, b.load(bias, plan.indices(b, 1, vs)))

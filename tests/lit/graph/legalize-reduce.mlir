@@ -131,15 +131,19 @@ func.func @lrn(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
 // CHECK-NEXT:    mem.dealloc %[[S]] : memref<?x1xf32>
 // CHECK-NEXT:    func.return
 
-// layer_norm: mean, then the two-pass variance around it, then normalize.
+// layer_norm: mean, then the two-pass variance around it, then normalize; the statistics of f32
+// data accumulate in f64, and (x - mean) * rstd is rounded to f32 once.
 // CHECK-LABEL: func.func private @layer_norm_0
-// CHECK:         mem.alloca() : memref<2x1xf32>
+// CHECK:         mem.alloca() : memref<2x1xf64>
+// CHECK:         mem.alloca() : memref<2x1xf64>
 // CHECK:         loop.block "layer_norm_mean" ({{.*}}) [spatial, reduce] {
+// CHECK:           arith.extf %{{.*}} : f32 to f64
 // CHECK:         loop.block "layer_norm_mean_div" ({{.*}}) [spatial] {
 // CHECK:         loop.block "layer_norm_var" ({{.*}}) [spatial, reduce] {
 // CHECK:         loop.block "layer_norm_rstd" ({{.*}}) [spatial] {
 // CHECK:           math.sqrt
 // CHECK:         loop.block "layer_norm_norm" ({{.*}}) [spatial, spatial] {
+// CHECK:           arith.truncf %{{.*}} : f64 to f32
 
 // CHECK-LABEL: func.func private @batch_norm_0
 // CHECK:         loop.block "batch_norm" (%{{.*}}, %[[C:.*]] = %{{.*}}) [spatial, spatial] {
