@@ -2,9 +2,16 @@
 tools/). This file's folder is on sys.path (pytest's rootdir-less conftest rule), so the shared test
 helpers here (`_backend_harness`, `_schedule_kernels`) import from every subfolder."""
 
+import os
 import sys
 
 import pytest
+
+# `pytest -n auto` runs one worker per core, and each worker's parallel loops start a libgomp
+# team of their own: with libgomp's default spin-waiting, idle team threads burn the cores the
+# other workers need (a kernel ran 18x slower on a loaded machine). Waiting threads sleep instead; results don't change.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The reference interpreter moved into the package (minimlir.compiler.interpreter); tests written
 # against the old helper name keep running.
