@@ -22,6 +22,7 @@ of a fresh process (imports) is not counted against a candidate's timeout.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import signal
 import time
@@ -136,6 +137,8 @@ def _serve(conn) -> None:
             conn.send(out)
         except (OSError, BrokenPipeError):
             return
+        del out
+        gc.collect()  # the candidate's code goes now (its program and functions form a cycle)
 
 
 class MeasureServer:
