@@ -10,9 +10,11 @@
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
    default and best are measured again, alternating, three rounds (the minimum of each), so the
    ratio is not the search's luckiest sample: per-task speedup and the geometric mean.
-2. Overhead per trial: (tuning wall time - time spent inside the timed loops) / trials, with the
-   mean build time per candidate (in `--build-jobs` parallel workers) and time in the measuring
-   process per candidate (loading, warm-up, calibration, timed loops).
+2. Overhead per trial: (tuning wall time - time spent inside the timed loops) / trials; the same
+   for the trial loop alone (without task extraction, process start-up before it and the report);
+   and in CPU core-seconds of all processes beyond timed x threads (what a busy shared machine
+   does not distort); with the mean build time per candidate (in `--build-jobs` parallel workers)
+   and time in the measuring process per candidate (loading, warm-up, calibration, timed loops).
 3. Cost model: on the task with the most samples, fit on the first min(256, 3/4) measurements in
    order, Spearman rank correlation on the later ones (held out).
 4. End to end, ResNet-50 / SqueezeNet / a BERT-like encoder (2 layers, d=128, seq 128): tune the
@@ -65,6 +67,14 @@ def geomean(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children (the tuner's pool and measuring process)."""
+    import resource
+
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
 def timed_seconds(recs) -> float:
     return sum(sum(r.get("times") or []) * max(1, r.get("number", 1)) for r in recs)
 
@@ -95,17 +105,20 @@ def kernels(args, work: Path, out: dict) -> Path:
         convs = [t for t in tasks if t.rule == "conv2d"][:args.kernel_tasks]
         tasks = convs + [t for t in tasks if t.rule == "matmul"]
     db = work / "resnet50-kernels.jsonl"
-    rows, overheads, builds, runs = [], [], [], []
+    rows, overheads, builds, runs, loop_overheads, cpu_overheads = [], [], [], [], [], []
     for t in tasks:
-        t0 = time.time()
+        t0, cpu0 = time.time(), cpu_seconds()
         res = tune(light("resnet50"), db, TuneOptions(trials=args.trials_per_task, threads=args.threads,
                                                       build_jobs=args.build_jobs,
                                                       seed=args.seed, progress=False,
                                                       report_dir=str(work / "kernel-report"),
                                                       workdir=str(work / "w")), tasks=[t])
-        wall = time.time() - t0
+        wall, cpu = time.time() - t0, cpu_seconds() - cpu0
         recs = [r for r in Database(db).measurements(t.key) if r["run"] == res.run]
-        overheads.append((wall - timed_seconds(recs)) / max(1, len(recs)))
+        timed = timed_seconds(recs)
+        overheads.append((wall - timed) / max(1, len(recs)))
+        loop_overheads.append((res.timings["loop"] - timed) / max(1, len(recs)))
+        cpu_overheads.append((cpu - timed * args.threads) / max(1, len(recs)))
         builds.append(statistics.mean([r.get("build_seconds", 0.0) for r in recs]) if recs else 0.0)
         runs.append(statistics.mean([r.get("run_seconds", 0.0) for r in recs]) if recs else 0.0)
         s = res.tasks[0]
@@ -119,15 +132,19 @@ def kernels(args, work: Path, out: dict) -> Path:
               f"{row['speedup']:5.2f}x  ({s.trials} trials, {row['errors']} errors, {wall:.0f} s)", flush=True)
     out["kernels"] = {"rows": rows, "geomean_speedup": geomean([r["speedup"] for r in rows]),
                       "overhead_per_trial_s": statistics.mean(overheads) if overheads else None,
+                      "loop_overhead_per_trial_s": statistics.mean(loop_overheads) if loop_overheads else None,
+                      "cpu_overhead_per_trial_s": statistics.mean(cpu_overheads) if cpu_overheads else None,
                       "build_seconds_per_candidate": statistics.mean(builds) if builds else None,
                       "run_seconds_per_candidate": statistics.mean(runs) if runs else None}
     k = out["kernels"]
     print(f"kernels: geomean tuned/default speedup {k['geomean_speedup']:.3f}x over {len(rows)} task(s) "
           f"(target >= 1.3x)", flush=True)
     print(f"overhead per trial {k['overhead_per_trial_s']:.2f} s beyond the timed loops (target <= 0.5 s); "
-          f"per candidate: build {k['build_seconds_per_candidate']:.2f} s (on {args.build_jobs or 'all'} "
-          f"worker(s), in parallel), measuring process {k['run_seconds_per_candidate']:.2f} s; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+          f"{k['loop_overhead_per_trial_s']:.2f} s in the trial loop alone (without task extraction and "
+          f"the report); CPU {k['cpu_overhead_per_trial_s']:.2f} core-s per trial beyond timed x threads "
+          f"(all processes); per candidate: build {k['build_seconds_per_candidate']:.2f} s (on "
+          f"{args.build_jobs or 'all'} worker(s), in parallel), measuring process "
+          f"{k['run_seconds_per_candidate']:.2f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
     spearman_section(db, out)
     return db
 

@@ -12,8 +12,10 @@ own width: what the pass does with `lower=true`), the features taken on the sche
 them, the rest of the pipeline through the driver (`api.lower`), then LLVM -O3 on the worker's one
 target machine. The result is the object code (bytes, not a cache entry) plus the runtime metadata
 of `main`, which the measuring process (tuning/runner.py) loads directly: no parse, no pass and no
-cache lookup on the measuring side. A scoring job (`features`) stops after the schedule, and its
-vector is remembered, so a scored candidate that gets built later is not scheduled twice for it.
+cache lookup on the measuring side. Assignments that schedule to the same loop nest (a knob
+value the rule treats like another, a knob of a rule part this kernel lacks) make the same code:
+the worker keys the object by the printed scheduled nest and lowers and compiles each nest once.
+A scoring job (`features`) stops after the schedule; its vector is remembered.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ REST_PIPELINE = "mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-t
 
 MAX_TASKS = 8       # parsed tasks a worker keeps (least recently used goes)
 MAX_FEATURES = 4096  # remembered feature vectors per worker
+MAX_OBJECTS = 256    # remembered object codes per worker (by scheduled loop nest)
 
 _tasks: OrderedDict[str, tuple[Task, Any, dict]] = OrderedDict()
 _features: OrderedDict[str, list[float]] = OrderedDict()
+_objects: OrderedDict[str, tuple[bytes, list[str]]] = OrderedDict()
 _tm = None
-stats = {"parses": 0, "builds": 0, "feature_jobs": 0, "feature_hits": 0}
+stats = {"parses": 0, "builds": 0, "object_hits": 0, "feature_jobs": 0, "feature_hits": 0}
 """What this worker did (for tests and profiling)."""
 
 
@@ -146,11 +150,24 @@ def build(task_json: dict, assignment: dict | None) -> dict:
         from minimlir.frontend.api import lower
         from minimlir.passes.loop.schedule import lower_scheduled
 
+        from minimlir.frontend.api import ir_text
+
         _, _, metadata = _prepared(task_json)
         module, schedule, feats = _scheduled(task_json, assignment)
-        lower_scheduled(module, schedule.config().width)
-        lower(module, REST_PIPELINE, name=f"<candidate {task_json['name']}>")
-        obj, externals = codegen(module)
+        width = schedule.config().width
+        code_key = _task_id(task_json) + hashlib.sha256(f"{width}\n{ir_text(module)}".encode()).hexdigest()
+        hit = _objects.get(code_key)
+        if hit is not None:  # another assignment scheduled to the same loop nest: the same code
+            _objects.move_to_end(code_key)
+            stats["object_hits"] += 1
+            obj, externals = hit
+        else:
+            lower_scheduled(module, width)
+            lower(module, REST_PIPELINE, name=f"<candidate {task_json['name']}>")
+            obj, externals = codegen(module)
+            _objects[code_key] = (obj, externals)
+            while len(_objects) > MAX_OBJECTS:
+                _objects.popitem(last=False)
         stats["builds"] += 1
         return {"error": OK, "seconds": time.perf_counter() - t0, "features": feats, "object": obj,
                 "metadata": metadata, "externals": externals}

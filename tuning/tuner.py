@@ -76,6 +76,7 @@ class TuneResult:
     spearman: list[dict]
     report_paths: dict[str, str] = field(default_factory=dict)
     finished: bool = True
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds: setup, loop, report (this session)
 
     def model_latency(self, which: str = "best") -> float:
         return sum(s.task.weight * (s.best_cost if which == "best" else s.default_cost) for s in self.tasks)
@@ -156,6 +157,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     trials = spent_trials
     t0 = t_start  # the budget counts the task extraction too
     finished = False
+    t_loop = time.time()
     try:
         if progress:
             progress.start()
@@ -201,6 +203,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
         if progress:
             progress.stop()
         executor.close()
+    t_end_loop = time.time()
     seconds = spent_s + time.time() - t0
     if finished:
         db.append([{"v": 1, "kind": "run", "status": "finished", "run": run, "model_hash": mh,
@@ -210,6 +213,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
 
     report_dir = opts.report_dir or str(Path(db_path).with_suffix("")) + ".report"
     result.report_paths = write_report(result, report_dir, time.time() - t_start)
+    result.timings = {"setup": t_loop - t_start, "loop": t_end_loop - t_loop, "report": time.time() - t_end_loop}
     if not finished:
         raise KeyboardInterrupt
     return result
