@@ -12,7 +12,7 @@
    ratio is not the search's luckiest sample: per-task speedup and the geometric mean.
 2. Overhead per trial: (tuning wall time - time spent inside the timed loops) / trials; the same
    for the trial loop alone (without task extraction, process start-up before it and the report);
-   and in CPU core-seconds of all processes beyond timed x threads (what a busy shared machine
+   and in CPU core-seconds of all processes outside the timed loops (what a busy shared machine
    does not distort); with the mean build time per candidate (in `--build-jobs` parallel workers)
    and time in the measuring process per candidate (loading, warm-up, calibration, timed loops).
 3. Cost model: on the task with the most samples, fit on the first min(256, 3/4) measurements in
@@ -118,7 +118,7 @@ def kernels(args, work: Path, out: dict) -> Path:
         timed = timed_seconds(recs)
         overheads.append((wall - timed) / max(1, len(recs)))
         loop_overheads.append((res.timings["loop"] - timed) / max(1, len(recs)))
-        cpu_overheads.append((cpu - timed * args.threads) / max(1, len(recs)))
+        cpu_overheads.append((cpu - res.timings["timed_cpu"]) / max(1, len(recs)))
         builds.append(statistics.mean([r.get("build_seconds", 0.0) for r in recs]) if recs else 0.0)
         runs.append(statistics.mean([r.get("run_seconds", 0.0) for r in recs]) if recs else 0.0)
         s = res.tasks[0]
@@ -141,7 +141,7 @@ def kernels(args, work: Path, out: dict) -> Path:
           f"(target >= 1.3x)", flush=True)
     print(f"overhead per trial {k['overhead_per_trial_s']:.2f} s beyond the timed loops (target <= 0.5 s); "
           f"{k['loop_overhead_per_trial_s']:.2f} s in the trial loop alone (without task extraction and "
-          f"the report); CPU {k['cpu_overhead_per_trial_s']:.2f} core-s per trial beyond timed x threads "
+          f"the report); CPU {k['cpu_overhead_per_trial_s']:.2f} core-s per trial outside the timed loops "
           f"(all processes); per candidate: build {k['build_seconds_per_candidate']:.2f} s (on "
           f"{args.build_jobs or 'all'} worker(s), in parallel), measuring process "
           f"{k['run_seconds_per_candidate']:.2f} s; load average {os.getloadavg()[0]:.1f}", flush=True)

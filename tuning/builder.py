@@ -31,7 +31,7 @@ from minimlir.tuning.task import Task
 REST_PIPELINE = "mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm"
 """CANDIDATE_PIPELINE (tuning/measure.py) after its first pass, loop-schedule."""
 
-MAX_TASKS = 8       # parsed tasks a worker keeps (least recently used goes)
+MAX_TASKS = 64      # parsed tasks a worker keeps (least recently used goes)
 MAX_FEATURES = 4096  # remembered feature vectors per worker
 MAX_OBJECTS = 256    # remembered object codes per worker (by scheduled loop nest)
 

@@ -200,6 +200,7 @@ class LocalExecutor:
         self.fingerprint = cpu_fingerprint()
         self.references: dict[str, list[np.ndarray]] = {}
         self.servers_started = 0
+        self.timed_cpu = 0.0  # CPU seconds the measuring processes spent inside timed loops
 
     # -- pools
     def pool(self) -> ProcessPoolExecutor:
@@ -312,6 +313,7 @@ class LocalExecutor:
             r.error, r.message = out["error"], out.get("message", "")
             return r
         r.times, r.number = list(out["times"]), int(out.get("number", 0))
+        self.timed_cpu += float(out.get("timed_cpu", 0.0))
         if out.get("cpu"):
             r.cpu, r.node = out["cpu"], out["cpu"].get("node", r.node)
         got = [np.asarray(g) for g in out["outputs"]]
