@@ -15,7 +15,8 @@ of `main`, which the measuring process (tuning/runner.py) loads directly: no par
 cache lookup on the measuring side. Assignments that schedule to the same loop nest (a knob
 value the rule treats like another, a knob of a rule part this kernel lacks) make the same code:
 the worker keys the object by the printed scheduled nest and lowers and compiles each nest once.
-A scoring job (`features`) stops after the schedule; its vector is remembered.
+A scoring job (`scored`, `features`) stops after the schedule; it returns the vector and that
+key, so the search can skip a candidate whose code was measured already (LocalExecutor.unique).
 """
 
 from __future__ import annotations
@@ -102,6 +103,23 @@ def _remember(task_json: dict, assignment: dict | None, feats: list[float]) -> N
         _features.popitem(last=False)
 
 
+def code_key(task_json: dict, module, width: int) -> str:
+    """What the candidate's code depends on: the task, the scheduled loop nest (printed) and the width."""
+    from minimlir.frontend.api import ir_text
+
+    return _task_id(task_json) + hashlib.sha256(f"{width}\n{ir_text(module)}".encode()).hexdigest()[:24]
+
+
+def scored(task_json: dict, assignment: dict | None) -> tuple[list[float] | None, str | None]:
+    """For scoring: (feature vector, code key), or (None, None) if the candidate cannot be scheduled."""
+    stats["feature_jobs"] += 1
+    try:
+        module, schedule, feats = _scheduled(task_json, assignment)
+        return feats, code_key(task_json, module, schedule.config().width)
+    except Exception:  # noqa: BLE001 - an unschedulable candidate scores nothing
+        return None, None
+
+
 def features(task_json: dict, assignment: dict | None) -> list[float] | None:
     """The candidate's feature vector (schedule only, nothing lowered); None if it cannot be scheduled."""
     stats["feature_jobs"] += 1
@@ -150,27 +168,25 @@ def build(task_json: dict, assignment: dict | None) -> dict:
         from minimlir.frontend.api import lower
         from minimlir.passes.loop.schedule import lower_scheduled
 
-        from minimlir.frontend.api import ir_text
-
         _, _, metadata = _prepared(task_json)
         module, schedule, feats = _scheduled(task_json, assignment)
         width = schedule.config().width
-        code_key = _task_id(task_json) + hashlib.sha256(f"{width}\n{ir_text(module)}".encode()).hexdigest()
-        hit = _objects.get(code_key)
+        ck = code_key(task_json, module, width)
+        hit = _objects.get(ck)
         if hit is not None:  # another assignment scheduled to the same loop nest: the same code
-            _objects.move_to_end(code_key)
+            _objects.move_to_end(ck)
             stats["object_hits"] += 1
             obj, externals = hit
         else:
             lower_scheduled(module, width)
             lower(module, REST_PIPELINE, name=f"<candidate {task_json['name']}>")
             obj, externals = codegen(module)
-            _objects[code_key] = (obj, externals)
+            _objects[ck] = (obj, externals)
             while len(_objects) > MAX_OBJECTS:
                 _objects.popitem(last=False)
         stats["builds"] += 1
         return {"error": OK, "seconds": time.perf_counter() - t0, "features": feats, "object": obj,
-                "metadata": metadata, "externals": externals}
+                "metadata": metadata, "externals": externals, "code_key": ck}
     except Exception as e:  # noqa: BLE001 - any failure is a BUILD_ERROR result
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return {"error": BUILD_ERROR, "seconds": time.perf_counter() - t0, "message": f"{type(e).__name__}: {first}"}

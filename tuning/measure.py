@@ -140,6 +140,12 @@ def build_candidate(task_json: dict, assignment: dict | None) -> dict:
     return builder.build(task_json, assignment)
 
 
+def _akey(a: dict) -> str:
+    import json
+
+    return json.dumps(a, sort_keys=True)
+
+
 def features_of(task: Task, assignment: dict) -> list[float]:
     """The candidate's features without building it (schedule only): for scoring candidates."""
     from minimlir.passes.loop.schedule.default import ScheduleConfig, schedule_module
@@ -201,6 +207,8 @@ class LocalExecutor:
         self.references: dict[str, list[np.ndarray]] = {}
         self.servers_started = 0
         self.timed_cpu = 0.0  # CPU seconds the measuring processes spent inside timed loops
+        self.code_keys: dict[tuple[str, str], str] = {}  # (task key, assignment) -> code key (tuning/builder.py)
+        self.measured_codes: dict[str, set[str]] = {}  # task key -> code keys measured
 
     # -- pools
     def pool(self) -> ProcessPoolExecutor:
@@ -238,14 +246,33 @@ class LocalExecutor:
 
     # -- features for scoring (no build)
     def features(self, task: Task, assignments: list[dict]) -> list[list[float] | None]:
+        from minimlir.tuning import builder
+
         tj = task.to_json()
-        futs = [self.pool().submit(_features_job, tj, a) for a in assignments]
+        futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
         out = []
-        for f in futs:
+        for a, f in zip(assignments, futs):
             try:
-                out.append(f.result(timeout=self.config.build_timeout))
+                feats, ck = f.result(timeout=self.config.build_timeout)
             except Exception:  # noqa: BLE001
-                out.append(None)
+                feats, ck = None, None
+            if ck is not None:
+                self.code_keys[(task.key, _akey(a))] = ck
+            out.append(feats)
+        return out
+
+    def unique(self, task: Task, assignments: list[dict], feats: list) -> list:
+        """`feats` with None for every candidate whose code (scheduled loop nest, as `features` saw
+        it) was measured already or comes earlier in `assignments`: not worth a trial."""
+        seen = set(self.measured_codes.get(task.key, ()))
+        out = []
+        for a, f in zip(assignments, feats):
+            ck = self.code_keys.get((task.key, _akey(a)))
+            if ck is not None and ck in seen:
+                f = None
+            elif ck is not None:
+                seen.add(ck)
+            out.append(f)
         return out
 
     # -- measuring
@@ -300,6 +327,8 @@ class LocalExecutor:
                 r.error, r.message = b["error"], b.get("message", "")
                 results.append(r)
                 continue
+            if b.get("code_key"):
+                self.measured_codes.setdefault(task.key, set()).add(b["code_key"])
             r = self._run_checked(task, r, self.run(task, b, save_outputs=True))
             if r.error == WRONG_RESULT:
                 self.restart_server()  # its writes went somewhere they should not: a clean process

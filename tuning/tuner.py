@@ -177,7 +177,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             if opts.budget_s is not None and trials > spent_trials:  # do not start what cannot finish
                 per_trial = (elapsed - spent_s) / max(1, trials - spent_trials)
                 n = max(1, min(n, int((opts.budget_s - elapsed) / max(per_trial, 1e-3))))
-            batch = s.propose(n, features=lambda pool, s=s: executor.features(s.task, pool))
+            batch = s.propose(n, features=lambda pool, s=s: _scored(executor, s.task, pool))
             if not batch:
                 continue
             if s.default_cost == math.inf and not s.measured and akey(batch[0]) != akey(s.space.default()):
@@ -219,6 +219,13 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     if not finished:
         raise KeyboardInterrupt
     return result
+
+
+def _scored(executor, task: Task, pool: list[dict]) -> list:
+    """Features of the candidates in `pool`; None (not a candidate) for code already measured."""
+    feats = executor.features(task, pool)
+    unique = getattr(executor, "unique", None)
+    return unique(task, pool, feats) if unique is not None else feats
 
 
 def _rec_cost(r: dict) -> float:

@@ -66,7 +66,18 @@ def test_a_worker_parses_each_task_once(task, executor):
     assert r.error == M.OK and r.features == feats[0]
     stats = executor.pool().submit(builder.worker_stats).result()
     assert stats["parses"] == 1 and stats["builds"] == 4  # one worker, alive across batches
-    assert stats["object_hits"] == 1 and stats["feature_hits"] == 1
+    assert stats["object_hits"] == 1 and stats["feature_jobs"] == 2
+
+
+def test_candidates_with_measured_code_are_not_proposed(task, executor):
+    """The search skips assignments that schedule to a loop nest measured already (or earlier in
+    the same pool): the generic.* knobs do nothing to this kernel (no generic part)."""
+    d = dict(task.defaults)
+    other = dict(d, **{"matmul.mr": 2, "matmul.kc": 16})
+    executor.measure(task, [d])
+    pool = [dict(d, **{"generic.width": 4}), other, dict(other, **{"generic.parallel": False}), d]
+    feats = executor.unique(task, pool, executor.features(task, pool))
+    assert [f is not None for f in feats] == [False, True, False, False]
 
 
 def test_many_candidates_in_one_measuring_process(task, executor):
