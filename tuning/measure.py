@@ -249,7 +249,11 @@ class LocalExecutor:
         from minimlir.tuning import builder
 
         tj = task.to_json()
-        futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
+        try:
+            futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
+        except Exception:  # noqa: BLE001 - a broken pool (a worker died): a fresh one
+            self._kill_pool()
+            futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
         out = []
         for a, f in zip(assignments, futs):
             try:

@@ -123,3 +123,18 @@ def test_a_timeout_kills_the_process_and_the_next_run_gets_a_fresh_one(task, exe
     assert r.error == M.RUN_TIMEOUT
     (r,) = executor.measure(task, [d])
     assert r.error == M.OK and executor.servers_started == started + 1
+
+
+def test_a_dead_build_worker_gets_a_fresh_pool(task, executor):
+    import time
+
+    d = dict(task.defaults)
+    executor.measure(task, [d])
+    for p in list(executor.pool()._processes.values()):
+        p.kill()
+    time.sleep(1.0)  # the pool notices its dead worker
+    feats = executor.features(task, [dict(d, **{"matmul.kc": 32})])
+    (r,) = executor.measure(task, [dict(d, **{"matmul.kc": 32})])
+    assert r.error == M.OK or (r.error == M.BUILD_ERROR and "build worker failed" in r.message)
+    (r,) = executor.measure(task, [dict(d, **{"matmul.kc": 64})])
+    assert r.error == M.OK and feats is not None
