@@ -236,12 +236,20 @@ class LocalExecutor:
             self._server.kill()
             self._server = None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers and the measuring process; `wait=False` (Ctrl-C): kill them, the builds
+        and the run in flight are dropped anyway."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            if wait:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+            else:
+                self._kill_pool()
         if self._server is not None:
-            self._server.close()
+            if wait:
+                self._server.close()
+            else:
+                self._server.kill()
             self._server = None
 
     # -- features for scoring (no build)

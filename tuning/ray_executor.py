@@ -182,11 +182,11 @@ class RayExecutor(LocalExecutor):
     def _checked(self, task: Task, r, out: dict):
         return self._run_checked(task, r, out)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         for a in getattr(self, "actors", []):
             try:
                 self.ray.kill(a)
             except Exception:  # noqa: BLE001
                 pass
         self.actors = []
-        super().close()
+        super().close(wait)

@@ -203,7 +203,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     finally:
         if progress:
             progress.stop()
-        executor.close()
+        executor.close(wait=finished)  # after Ctrl-C: do not wait for the builds in flight
     t_end_loop = time.time()
     seconds = spent_s + time.time() - t0
     if finished:
