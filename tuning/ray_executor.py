@@ -5,71 +5,71 @@ builds fan out as Ray tasks over the cluster, runs go to one measuring actor per
     ray start --address HEAD:6379                     # on every other machine
     mini-tune model.onnx --db t.jsonl --budget 1h --executor ray --address HEAD:6379
 
-A build task compiles the candidate into a private cache folder and returns the object file (the
-API cache's `.mmo` entry) with its features. The measuring actors (`num_cpus=0`, pinned to their
-node) each own a `MeasureServer` (a clean spawned process that forks one child per run), so runs are
-one at a time per node and never share a machine with another measurement; the entry is written to
-the actor's cache first (a node with another CPU misses it and compiles in the child: still
-correct). Candidates of a batch go round-robin to the nodes; each result carries the measuring
-node's fingerprint (CPU, features, cores, LLVM), which its record stores. Outputs come back to the
-driver, which checks them against the default schedule's as the local executor does.
+A build task compiles the candidate (tuning/builder.py) and returns its object code, features and
+the CPU it was built for. The measuring actors (`num_cpus=0`, pinned to their node) each own a
+`MeasureServer` (tuning/runner.py: a clean spawned process that loads and times one candidate at a
+time), so runs are one at a time per node and never share a machine with another measurement; an
+actor on a node with another CPU builds the candidate again for its own CPU first (still correct). Candidates of a batch go
+round-robin to the nodes; each result carries the measuring node's fingerprint (CPU, features,
+cores, LLVM), which its record stores. Outputs come back to the driver, which checks them against
+the default schedule's as the local executor does.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from minimlir.tuning.measure import OK, LocalExecutor, MeasureConfig
+from minimlir.tuning.measure import OK, WRONG_RESULT, LocalExecutor, MeasureConfig
 from minimlir.tuning.task import Task
 
 
 def _build_remote(task_json: dict, assignment: dict | None) -> dict:
-    from minimlir.tuning.measure import build_candidate
+    """A Ray task: the candidate's object code (tuning/builder.py) and the building node's CPU."""
+    from minimlir.tuning import builder
+    from minimlir.tuning.measure import cpu_fingerprint
 
-    with tempfile.TemporaryDirectory(prefix="mini-tune-build-") as d:
-        r = build_candidate(task_json, assignment, d)
-        if r["error"] == OK:
-            entries = sorted(Path(d).rglob("*.mmo"))
-            r["objects"] = [(p.relative_to(d).as_posix(), p.read_bytes()) for p in entries]
-        return r
+    r = builder.build(task_json, assignment)
+    fp = cpu_fingerprint()
+    r["built_for"] = [fp["cpu"], fp["features"], fp["llvm"]]
+    return r
 
 
 class _Measurer:
     """One per node: runs candidates one at a time through a MeasureServer."""
 
     def __init__(self, workdir: str):
-        from minimlir.tuning.measure import MeasureServer, cpu_fingerprint
+        from minimlir.tuning.measure import cpu_fingerprint
 
-        self.workdir = Path(workdir) / f"node-{os.uname().nodename}-{os.getpid()}"
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.cache_dir = self.workdir / "objects"
-        self.cache_dir.mkdir(exist_ok=True)
-        self.server = MeasureServer()
+        self.workdir = Path(workdir)
+        self.server = None
         self.fp = cpu_fingerprint()
 
     def fingerprint(self) -> dict:
         return self.fp
 
-    def run(self, req: dict, objects: list) -> dict:
-        import numpy as np
+    def run(self, req: dict, built: dict, task_json: dict) -> dict:
+        from minimlir.tuning import builder
+        from minimlir.tuning.measure import OK, RUN_ERROR
+        from minimlir.tuning.runner import MeasureServer
 
-        for rel, data in objects or []:
-            dst = self.cache_dir / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if not dst.exists():
-                tmp = dst.with_suffix(".tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, dst)
-        req = dict(req, cache_dir=str(self.cache_dir), out_path=str(self.workdir / "run.json"))
+        if built.get("built_for") != [self.fp["cpu"], self.fp["features"], self.fp["llvm"]]:
+            built = builder.build(task_json, req["assignment"])  # code for another CPU: build it here
+            if built["error"] != OK:
+                return {"error": RUN_ERROR, "seconds": 0.0, "cpu": self.fp,
+                        "message": f"does not build on {self.fp['node']}: {built.get('message', '')}"}
+        req = dict(req, object=built["object"], metadata=built["metadata"], externals=built.get("externals", []))
+        if self.server is None or not self.server.alive:
+            self.server = MeasureServer()
         out = self.server.run(req)
         out["cpu"] = self.fp
-        if out.get("error") == OK and req.get("save_outputs"):
-            with np.load(req["out_path"] + ".npz") as z:
-                out["outputs"] = [z[f"arr_{i}"] for i in range(len(z.files))]
         return out
+
+    def restart(self) -> None:
+        if self.server is not None:
+            self.server.kill()
+            self.server = None
 
 
 class RayExecutor(LocalExecutor):
@@ -122,7 +122,10 @@ class RayExecutor(LocalExecutor):
                 r = self.ray.get(ref)
             except Exception as e:  # noqa: BLE001 - a dead task
                 r = {"error": BUILD_ERROR, "seconds": 0.0, "message": f"build task failed: {e}"}
-            self._objects[json.dumps(a, sort_keys=True)] = r.pop("objects", [])
+            if r.get("error") == OK:
+                self._objects[json.dumps(a, sort_keys=True)] = {k: r.pop(k) for k in
+                                                                ("object", "metadata", "externals", "built_for")
+                                                                if k in r}
             out.append(r)
         return out
 
@@ -144,22 +147,27 @@ class RayExecutor(LocalExecutor):
         first = [p for p in pending if task.key not in self.references][:1]
         for group in (first, [p for p in pending if p not in first]):
             outs = self._dispatch(task, [r for _, r in group])
-            for (i, r), out in zip(group, outs):
+            for (i, r), out, actor in zip(group, outs, self._last_actors):
                 results[i] = self._checked(task, r, out)
+                if results[i].error == WRONG_RESULT:
+                    actor.restart.remote()  # a clean measuring process on that node
         return results
 
     def _dispatch(self, task: Task, rs: list) -> list[dict]:
         import json
 
         c = self.config
-        refs = []
+        refs, actors = [], []
+        tj = task.to_json()
         for r in rs:
-            req = {"task": task.to_json(), "assignment": r.assignment, "threads": c.threads, "seed": c.seed,
+            req = {"task": {"shapes": task.shapes, "dtypes": task.dtypes, "num_outputs": task.num_outputs},
+                   "assignment": r.assignment, "threads": c.threads, "seed": c.seed,
                    "warmup": c.warmup, "repeats": c.repeats, "min_repeat_ms": c.min_repeat_ms,
                    "timeout": c.run_timeout, "save_outputs": True}
             actor = self.actors[self._next % len(self.actors)]
             self._next += 1
-            refs.append(actor.run.remote(req, self._objects.pop(json.dumps(r.assignment, sort_keys=True), [])))
+            actors.append(actor)
+            refs.append(actor.run.remote(req, self._objects.pop(json.dumps(r.assignment, sort_keys=True), {}), tj))
         out = []
         for ref in refs:
             try:
@@ -168,16 +176,17 @@ class RayExecutor(LocalExecutor):
                 from minimlir.tuning.measure import RUN_ERROR
 
                 out.append({"error": RUN_ERROR, "seconds": 0.0, "message": f"measuring actor failed: {e}"})
+        self._last_actors = actors
         return out
 
     def _checked(self, task: Task, r, out: dict):
         return self._run_checked(task, r, out)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         for a in getattr(self, "actors", []):
             try:
                 self.ray.kill(a)
             except Exception:  # noqa: BLE001
                 pass
         self.actors = []
-        super().close()
+        super().close(wait)

@@ -76,6 +76,8 @@ class TuneResult:
     spearman: list[dict]
     report_paths: dict[str, str] = field(default_factory=dict)
     finished: bool = True
+    timings: dict[str, float] = field(default_factory=dict)  # this session: wall seconds of setup, loop, report;
+    # timed_cpu: CPU seconds of the measuring processes inside timed loops
 
     def model_latency(self, which: str = "best") -> float:
         return sum(s.task.weight * (s.best_cost if which == "best" else s.default_cost) for s in self.tasks)
@@ -156,6 +158,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     trials = spent_trials
     t0 = t_start  # the budget counts the task extraction too
     finished = False
+    t_loop = time.time()
     try:
         if progress:
             progress.start()
@@ -174,7 +177,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             if opts.budget_s is not None and trials > spent_trials:  # do not start what cannot finish
                 per_trial = (elapsed - spent_s) / max(1, trials - spent_trials)
                 n = max(1, min(n, int((opts.budget_s - elapsed) / max(per_trial, 1e-3))))
-            batch = s.propose(n, features=lambda pool, s=s: executor.features(s.task, pool))
+            batch = s.propose(n, features=lambda pool, s=s: _scored(executor, s.task, pool))
             if not batch:
                 continue
             if s.default_cost == math.inf and not s.measured and akey(batch[0]) != akey(s.space.default()):
@@ -200,7 +203,8 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     finally:
         if progress:
             progress.stop()
-        executor.close()
+        executor.close(wait=finished)  # after Ctrl-C: do not wait for the builds in flight
+    t_end_loop = time.time()
     seconds = spent_s + time.time() - t0
     if finished:
         db.append([{"v": 1, "kind": "run", "status": "finished", "run": run, "model_hash": mh,
@@ -210,9 +214,18 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
 
     report_dir = opts.report_dir or str(Path(db_path).with_suffix("")) + ".report"
     result.report_paths = write_report(result, report_dir, time.time() - t_start)
+    result.timings = {"setup": t_loop - t_start, "loop": t_end_loop - t_loop, "report": time.time() - t_end_loop,
+                      "timed_cpu": float(getattr(executor, "timed_cpu", 0.0))}
     if not finished:
         raise KeyboardInterrupt
     return result
+
+
+def _scored(executor, task: Task, pool: list[dict]) -> list:
+    """Features of the candidates in `pool`; None (not a candidate) for code already measured."""
+    feats = executor.features(task, pool)
+    unique = getattr(executor, "unique", None)
+    return unique(task, pool, feats) if unique is not None else feats
 
 
 def _rec_cost(r: dict) -> float:

@@ -1,0 +1,211 @@
+"""The measuring process: one long-lived spawned process that loads each candidate's object code
+and times it, one request at a time.
+
+    server = MeasureServer()                  # spawned once; returns when the process is ready
+    out = server.run(req)                     # {"error": "OK", "times": [...], "number": n, ...}
+    server.close()
+
+A request carries the candidate's object code and runtime metadata (tuning/builder.py), the task
+(its shapes and dtypes for the inputs), the thread count, the seed and the timing settings. The
+process loads the object with MCJIT (nothing is parsed, lowered or looked up), pins the thread
+count, fills the inputs from the seed, runs the warm-up call(s), keeps a copy of the outputs of the
+first call when asked (`save_outputs`: the reference check), picks a number of calls so that one
+repeat lasts at least `min_repeat_ms`, times `repeats` repeats and drops the code again.
+
+It was spawned (never forked from the tuner), so it inherits no OpenMP pool or threads of the
+tuner; its own parallel runtime stays warm from one candidate to the next, as in a model run.
+Failures: an exception inside the run is a RUN_ERROR answer and the process goes on; a crash (a
+signal, exit) ends the process: `run` answers RUN_ERROR ("killed by signal SIGSEGV") and the next
+`run` starts a fresh one; no answer within the request's `timeout` kills it: RUN_TIMEOUT. Start-up
+of a fresh process (imports) is not counted against a candidate's timeout.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import signal
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+READY_TIMEOUT = 300.0  # seconds a fresh measuring process may take to import (a loaded machine)
+
+
+def _ignore_sigint() -> None:
+    """Ctrl-C is for the tuner (it stops cleanly and can --resume); its helper processes ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def make_inputs(shapes, dtypes, num_outputs: int, seed: int) -> list[np.ndarray]:
+    """Random inputs (normal floats, zero integers: indices stay in range) and zeroed outputs."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    n_in = len(shapes) - num_outputs
+    for i, (shape, dt) in enumerate(zip(shapes, dtypes)):
+        dtype = np.dtype(dt)
+        if i >= n_in:
+            arrays.append(np.zeros(shape, dtype))
+        elif dtype.kind == "f":
+            arrays.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.random(shape) < 0.5)
+        else:
+            arrays.append(np.zeros(shape, dtype))
+    return arrays
+
+
+def load(obj: bytes, metadata: dict, externals: list[str]):
+    """The candidate's `main` from its object code (a NativeFunction; the code lives as long as it)."""
+    import llvmlite.binding as llvm
+
+    from minimlir.backend import _target, jit, runtime
+    from minimlir.backend import checks as _checks
+
+    if any(_checks.is_checked(n) for n in externals):
+        _checks.install()
+    if any(not llvm.address_of_symbol(n) for n in externals):
+        runtime._load_symbol_providers()
+        missing = [n for n in externals if not llvm.address_of_symbol(n)]
+        if missing:
+            raise RuntimeError(f"unresolved symbols in the candidate: {', '.join(missing[:5])}")
+    with jit._llvm_lock:
+        tm = _target.target_machine(3)  # its own: an MCJIT engine owns (and frees) its target machine
+        engine = jit._engine_from_object(obj, tm)
+    program = runtime.CompiledProgram(jit.CompiledModule(engine, {}, "", tm), metadata)
+    return program["main"]
+
+
+def time_candidate(req: dict) -> dict:
+    """Load, warm up, time (in this process). Raises on a failing run."""
+    from minimlir.backend import parallel
+
+    parallel.set_num_threads(req["threads"])
+    fn = load(req["object"], req["metadata"], req.get("externals", []))
+    t = req["task"]
+    arrays = make_inputs(t["shapes"], t["dtypes"], t["num_outputs"], req["seed"])
+    n_in = len(arrays) - t["num_outputs"]
+    outputs = None
+    t0 = time.perf_counter()
+    for i in range(max(1, req["warmup"])):
+        for a in arrays[n_in:]:
+            a.fill(0)
+        fn(*arrays)
+        if i == 0 and req.get("save_outputs"):
+            outputs = [a.copy() for a in arrays[n_in:]]
+    one = max(time.perf_counter() - t0, 1e-7) / max(1, req["warmup"])
+    number = max(1, int(np.ceil(req["min_repeat_ms"] / 1e3 / one)))
+    times = []
+    cpu0 = time.process_time()  # all of this process's threads
+    for _ in range(req["repeats"]):
+        t1 = time.perf_counter()
+        for _ in range(number):
+            fn(*arrays)
+        times.append((time.perf_counter() - t1) / number)
+    out: dict[str, Any] = {"times": times, "number": number, "timed_cpu": time.process_time() - cpu0}
+    if outputs is not None:
+        out["outputs"] = outputs
+    return out
+
+
+def _serve(conn) -> None:
+    """The measuring process's loop (see the module docstring)."""
+    from minimlir.tuning.measure import OK, RUN_ERROR
+
+    _ignore_sigint()
+    import minimlir.backend.runtime  # noqa: F401 - before "ready": imports are not a run's time
+    from minimlir.backend import parallel
+
+    parallel.available()
+    conn.send("ready")
+    while True:
+        try:
+            req = conn.recv()
+        except (EOFError, OSError):
+            return
+        if req is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            out = dict(time_candidate(req), error=OK)
+        except Exception as e:  # noqa: BLE001 - a failing run is an answer
+            last = traceback.format_exception_only(type(e), e)[-1].strip()
+            out = {"error": RUN_ERROR, "message": last}
+        out["seconds"] = time.perf_counter() - t0
+        try:
+            conn.send(out)
+        except (OSError, BrokenPipeError):
+            return
+        del out
+        gc.collect()  # the candidate's code goes now (its program and functions form a cycle)
+
+
+class MeasureServer:
+    """The spawned measuring process (see the module docstring)."""
+
+    def __init__(self):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.requests = 0
+        if not self.conn.poll(READY_TIMEOUT) or self._recv_or_none() != "ready":
+            self.kill()
+            raise RuntimeError("the measuring process did not start")
+
+    def _recv_or_none(self):
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def run(self, req: dict) -> dict:
+        """One candidate: its answer, or RUN_ERROR (the process died) / RUN_TIMEOUT (killed)."""
+        from minimlir.tuning.measure import RUN_ERROR, RUN_TIMEOUT
+
+        t0 = time.perf_counter()
+        self.requests += 1
+        try:
+            self.conn.send(req)
+        except (OSError, BrokenPipeError):
+            return {"error": RUN_ERROR, "seconds": 0.0, "message": "the measuring process is gone"}
+        if not self.conn.poll(req["timeout"]):
+            self.kill()
+            return {"error": RUN_TIMEOUT, "seconds": time.perf_counter() - t0,
+                    "message": f"no result within {req['timeout']:g} s"}
+        out = self._recv_or_none()
+        if out is None:  # the process died during the run
+            self.proc.join(5)
+            code = self.proc.exitcode
+            why = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+                   else f"the measuring process exited ({code})")
+            self.kill()
+            return {"error": RUN_ERROR, "seconds": time.perf_counter() - t0, "message": why}
+        return out
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        try:
+            self.conn.close()
+        except OSError:
+            pass
