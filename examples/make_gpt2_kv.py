@@ -73,7 +73,7 @@ def main() -> None:
             b, s, pl = torch.export.Dim("batch"), torch.export.Dim("seq"), torch.export.Dim("past")
             shapes = ({0: b, 1: s}, *[{0: b, 2: pl} for _ in past])
             torch.onnx.export(model, (ids, *past), a.out, input_names=names, output_names=outs,
-                              dynamic_shapes=(shapes[0], *shapes[1:]), dynamo=True, opset_version=18)
+                              dynamic_shapes=(shapes[0], tuple(shapes[1:])), dynamo=True, opset_version=18)
         else:
             torch.onnx.export(model, (ids, *past), a.out, input_names=names, output_names=outs,
                               dynamic_axes=axes, opset_version=17, dynamo=False)
