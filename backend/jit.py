@@ -47,18 +47,17 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute
-from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.backend import _target, cache as _cache
+from minimlir.compiler.errors import CompileError
 from minimlir.dialects import llvm_ext as _llvm_ext
 from minimlir.passes.to_llvm._common import reconcile_casts
 
 _llvm_lock = threading.RLock()
 
 
-class CompileError(DiagnosticException):
-    """The module cannot be turned into native code (non-llvm op left, invalid LLVM IR, …)."""
-
+# CompileError (minimlir.compiler.errors): the module cannot be turned into native code (non-llvm op
+# left, invalid LLVM IR, …); the same class frontend.compile raises.
 
 # ---------------------------------------------------------------- llvm dialect -> LLVM IR
 

@@ -72,6 +72,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from minimlir.compiler.errors import CompileError, InputError
 from minimlir.frontend.onnx_import import (  # re-exported: the errors users catch
     OnnxImportError,
     UnsupportedModelError,
@@ -99,14 +100,6 @@ def default_pipeline() -> str:
     from minimlir.compiler.pipelines import PIPELINES
 
     return "compile" if "compile" in PIPELINES else DEFAULT_PIPELINE
-
-
-class CompileError(Exception):
-    """The IR does not parse, verify or lower: `str(e)` is `file:line:col: error: ...` (one or more lines)."""
-
-
-class InputError(ValueError):
-    """An argument does not match the compiled signature (the message names the input)."""
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from minimlir.compiler.errors import MinimlirError
+
 DYNAMIC = DYNAMIC_INDEX
 """A `?` dim in a shape list (xDSL's DYNAMIC_INDEX, as in `minimlir.dialects.graph`)."""
 SMALL_CONSTANT = 16
@@ -138,7 +140,7 @@ def numpy_dtype_of(elem: Attribute) -> np.dtype:
 # Errors
 
 
-class OnnxImportError(Exception):
+class OnnxImportError(MinimlirError):
     """The model is malformed (missing file, not ONNX, inconsistent shapes): a one-line message."""
 
 
@@ -154,7 +156,7 @@ class Problem:
     reason: str
 
 
-class UnsupportedModelError(Exception):
+class UnsupportedModelError(MinimlirError):
     """The model uses ops, attributes or dtypes the importer does not support: all listed in `.problems`."""
 
     def __init__(self, problems: Sequence[Problem]):
