@@ -133,3 +133,36 @@ def split_chunks(text: str, enabled: bool) -> list[str]:
             current.append(line)
     chunks.append("\n" * start + "".join(current))
     return chunks
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e.args[0]) if e.args else str(e)
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
+def parse_module(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
+    """Parse (every op located) and verify `.mlir` text; errors raise CompileError(`name:line:col: error: msg`)."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    from minimlir.compiler.context import make_context
+    from minimlir.compiler.diagnostics import SourceFile, from_exception, render, verify_located
+    from minimlir.compiler.errors import CompileError
+    from minimlir.compiler.stats import compile_stats
+
+    compile_stats().parses += 1
+    ctx = ctx or make_context()
+    parser = None
+    try:
+        parser = LocatingParser(ctx, text, name)
+        module = parser.parse_module()
+    except ParseError as e:
+        line, col = line_col(text, e.span.start)
+        raise CompileError(f"{name}:{line}:{col}: error: {e.msg.strip() or 'syntax error'}") from None
+    except Exception as e:  # attribute verifiers run while parsing, parse hooks on odd input, deep nesting
+        line, col = line_col(text, parser.current_offset() if parser is not None else 0)
+        raise CompileError(f"{name}:{line}:{col}: error: {_first_line(e)}") from None
+    try:
+        verify_located(module)
+    except DiagnosticException as e:
+        raise CompileError(render(from_exception(e), SourceFile(name, text)).rstrip()) from None
+    return module

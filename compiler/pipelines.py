@@ -34,10 +34,30 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph-infer-dims,graph-legalize,graph-simplify-dims,graph-bufferize,mem-to-llvm",
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
+    "compile-whole-module": NamedPipeline(
+        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims",
+        "The part of `compile` that rewrites the whole module: symbolic dims, fusion, legalization, kernel "
+        "fusion (the split lowering runs it in the caller's process).",
+    ),
+    "compile-per-function": NamedPipeline(
+        "loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-to-llvm,"
+        "convert-parallel-to-llvm",
+        "The part of `compile` after compile-whole-module: passes that each rewrite one function at a time "
+        "(the split lowering runs it on chunks of kernels in parallel).",
+    ),
     "compile": NamedPipeline(
-        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims,loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,"
-        "convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm",
+        "compile-whole-module,compile-per-function",
         "The default compile pipeline: fuse, legalize, fuse kernels, default schedule (tiles, vectors, "
         "parallel loops), bufferize, plan, lower to llvm with parallel loops on libgomp.",
     ),
 }
+
+
+def expand(pipeline: str) -> str:
+    """`pipeline` (a pass list or a name) with every named pipeline replaced by its passes, recursively:
+    expand("compile") == "graph-fuse,graph-legalize,loop-fuse,loop-schedule,…". Top-level names only
+    (no options, no nesting), which is how the pipelines above are written."""
+    out = []
+    for part in (p.strip() for p in pipeline.split(",")):
+        out.append(expand(PIPELINES[part].pipeline) if part in PIPELINES else part)
+    return ",".join(out)

@@ -26,7 +26,7 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-PREFIX = "graph-fuse,graph-legalize,loop-fuse"
+PREFIX = "graph-fuse-legalize"  # a named pipeline (minimlir.compiler.pipelines)
 
 
 @dataclass
