@@ -60,6 +60,16 @@ from minimlir.compiler.context import make_context
 from minimlir.compiler.errors import CompileError
 from minimlir.compiler.stats import CompileStats, compile_stats, reset_compile_stats  # noqa: F401 (re-exported)
 from minimlir.compiler.metadata import METADATA_VERSION, collect_metadata, function_metadata  # noqa: F401 (re-exported)
+from minimlir.backend import _target, jit
+from minimlir.backend import cache as _cache
+from minimlir.compiler import driver
+from minimlir.compiler.cache_key import cache_key
+from minimlir.compiler.params import load_params
+from minimlir.compiler.parsing import parse_module
+from minimlir.compiler.pass_manager import fewer_gc_passes
+from minimlir.compiler.pipelines import checked_pipeline, checks_from_env
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.passes._diagnostics import format_location
 from minimlir.runtime._native import (  # the JIT's call machinery (the errors re-exported)
     ArgumentError,
     DimCheckError,
@@ -69,6 +79,10 @@ from minimlir.runtime._native import (  # the JIT's call machinery (the errors r
     libc_free,
     wrap_owned as _wrap_owned,
 )
+
+
+_context = make_context  # the old name (minimlir.compiler.context.make_context)
+
 
 class CompileWarning(UserWarning):
     """A warning a pass emitted while compiling (also kept on `CompiledProgram.warnings`)."""
@@ -139,8 +153,6 @@ class CompiledProgram:
     def bind_params(self, params: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         """Use these weights for `mem.param` arguments (a params file is memory-mapped)."""
         if isinstance(params, str | os.PathLike):
-            from minimlir.compiler.params import load_params
-
             params = load_params(params)
         self._params = dict(params)
 
@@ -206,8 +218,6 @@ def _address(engine: Any, name: str) -> int:
 
 
 def _one_line(diag: Any) -> str:
-    from minimlir.passes._diagnostics import format_location
-
     lines = [f"{format_location(d.location)}: {d.severity}: {d.message}" for d in (diag, *diag.notes)]
     return "\n".join(lines)
 
@@ -226,8 +236,6 @@ def run_pipeline(
     `before`: pass name -> callback(module), called once right before the first run of that pass.
     `diagnostics`: if given, remarks and warnings are appended to it (Diagnostic objects) instead of
     being printed. Errors raise CompileError (see minimlir.compiler.driver)."""
-    from minimlir.compiler import driver
-
     hooks = [driver.run_once_before(name, fn, module) for name, fn in (before or {}).items()]
     result = driver.lower(module, pipeline, ctx=ctx, name=filename, source_text=source_text,
                           before_pass=hooks, verify_each=True)
@@ -250,9 +258,6 @@ def compile_key(
 ) -> str:
     """The compile cache key of compile_mlir_text (see the module docstring). The number of
     threads is not part of it: the same code runs with any pool size."""
-    from minimlir.backend import cache as _cache
-    from minimlir.compiler.cache_key import cache_key
-
     entries = [entry] if isinstance(entry, str) else sorted(entry) if entry is not None else None
     parts = (text, pipeline, json.dumps(entries),
              json.dumps(metadata, sort_keys=True) if metadata is not None else "")
@@ -274,8 +279,6 @@ def _print_module(module: ModuleOp) -> str:
 
 def _parse(ctx: Any, text: str, filename: str) -> ModuleOp:
     """Parse with a location on every op (so diagnostics say file:line:col), then verify."""
-    from minimlir.compiler.parsing import parse_module
-
     return parse_module(text, filename, ctx)
 
 
@@ -283,8 +286,6 @@ def _load_hit(entry: Any) -> Any | None:
     """A CompiledModule from a cached compile entry, or None if it cannot be used here (an
     external symbol it calls is not resolvable in this process: then recompile)."""
     import llvmlite.binding as llvm
-
-    from minimlir.backend import _target, jit
 
     meta = entry.meta
     if not isinstance(meta, dict) or not isinstance(meta.get("metadata"), dict):
@@ -322,9 +323,6 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
     is the caller's own (parsed or cloned here, or frontend.compile's): its casts are folded in place.
     Instead of a module: (LLVM IR text, signatures of its exported functions), as the parallel
     lowering (frontend/_split_lower.py) produces them."""
-    from minimlir.backend import _target, jit
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     import time
 
     _llvm_ext.install_llvmlite_hooks()
@@ -333,8 +331,6 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
         ir_text, sigs = module
         _load_symbol_providers()  # the lowering ran in other processes
     else:
-        from minimlir.compiler.pass_manager import fewer_gc_passes
-
         sigs = jit.signatures(module)
         with fewer_gc_passes():
             ir_text = jit.to_llvm_ir(module, copy=False)
@@ -378,11 +374,8 @@ def compile_mlir_text(
     input already in the llvm dialect (where types are gone). `filename` names the text in
     diagnostics. Errors raise CompileError; remarks/warnings land on the program. `checks`: checked
     mode (default $MINIMLIR_CHECKS; backend/checks.py), a pipeline of its own (and cache key)."""
-    from minimlir.backend import cache as _cache
-    from minimlir.passes.to_llvm import _checks as _checks_ir
-
-    if checks if checks is not None else _checks_ir.checks_from_env():
-        pipeline = _checks_ir.checked_pipeline(pipeline)
+    if checks if checks is not None else checks_from_env():
+        pipeline = checked_pipeline(pipeline)
 
     compile_stats().compiles += 1
     is_text = isinstance(text_or_module, str)
@@ -445,8 +438,6 @@ def _finish(program: CompiledProgram, remarks: list[str], warned: list[str], key
 
 def jit_module(module: ModuleOp, cache: bool | str | os.PathLike[str] = True) -> Any:
     """llvm-dialect module -> an object with `address(name)` (backend/jit.py)."""
-    from minimlir.backend import jit
-
     if any(_checks.is_checked(getattr(op, "sym_name", None) and op.sym_name.data or "") for op in module.ops):
         _checks.install()
     return jit.compile_module(module, cache=cache)

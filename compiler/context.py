@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from xdsl.context import Context
+from minimlir.compiler.discovery import our_dialects
+from minimlir.dialects import llvm_ext  # noqa: F401
 
 
 def make_context() -> Context:
     """A context with xDSL's dialects (lazily) and ours (minimlir.compiler.discovery)."""
     from xdsl.universe import Universe
-
-    from minimlir.compiler.discovery import our_dialects
-    from minimlir.dialects import llvm_ext  # noqa: F401 (adds the llvm ops xDSL lacks to its dialect)
 
     ctx = Context()
     for name, factory in Universe.get_multiverse().all_dialects.items():

@@ -21,6 +21,7 @@ from types import ModuleType
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
+from minimlir.compiler.pipelines import PIPELINES
 
 
 def _modules(package_name: str):
@@ -75,8 +76,6 @@ def our_dialects() -> list[Dialect]:
 
 def named_pipelines() -> dict[str, tuple[str, str]]:
     """Registered named pipelines: name -> (pipeline text, description)."""
-    from minimlir.compiler.pipelines import PIPELINES
-
     return {name: (entry[0], entry[1]) for name, entry in PIPELINES.items()}
 
 

@@ -48,6 +48,8 @@ from minimlir.compiler.pass_manager import (
 )
 from minimlir.compiler.stats import compile_stats
 from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
+from minimlir.compiler.metadata import collect_metadata
+
 
 ABI_PASS = "convert-mem-to-llvm"
 """The pass that expands memref signatures into the native ABI (pointer + one i64 per `?` dim): the
@@ -116,8 +118,6 @@ def lower(
     result = LowerResult(module)
     before = list(before_pass)
     if metadata_entry is not _UNSET:
-        from minimlir.compiler.metadata import collect_metadata
-
         def take(m: ModuleOp) -> None:  # the mem-level signatures, before they are expanded
             result.metadata = collect_metadata(m, metadata_entry)
 

@@ -18,6 +18,10 @@ from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from minimlir.compiler.context import make_context
+from minimlir.compiler.diagnostics import SourceFile, from_exception, render, verify_located
+from minimlir.compiler.errors import CompileError
+from minimlir.compiler.stats import compile_stats
 
 
 class _SafeLexer(MLIRLexer):
@@ -143,11 +147,6 @@ def _first_line(e: BaseException) -> str:
 def parse_module(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
     """Parse (every op located) and verify `.mlir` text; errors raise CompileError(`name:line:col: error: msg`)."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-    from minimlir.compiler.context import make_context
-    from minimlir.compiler.diagnostics import SourceFile, from_exception, render, verify_located
-    from minimlir.compiler.errors import CompileError
-    from minimlir.compiler.stats import compile_stats
 
     compile_stats().parses += 1
     ctx = ctx or make_context()

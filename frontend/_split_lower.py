@@ -42,6 +42,9 @@ from minimlir.compiler import driver
 from minimlir.compiler.errors import CompileError, error_text
 from minimlir.compiler.pass_manager import fewer_gc_passes
 from minimlir.compiler.pipelines import PIPELINES, expand
+from minimlir.backend import jit
+from minimlir.backend.parallel import cpu_count
+
 
 PREFIX = "compile-whole-module"
 """The whole-module part of the `compile` pipeline (a named pipeline), run in the caller's process."""
@@ -72,7 +75,6 @@ def jobs() -> int:
     env = os.environ.get("MINIMLIR_COMPILE_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    from minimlir.backend.parallel import cpu_count
 
     return max(1, min(cpu_count(), 8))
 
@@ -139,8 +141,6 @@ _STATE: dict[str, Any] = {}
 def _work(index: int, kernels: list[str] | None) -> tuple:
     """In a worker: lower one chunk to LLVM IR text. Returns ("ok", index, ir, sigs, metadata,
     remarks, seconds) or ("error", index, message)."""
-    from minimlir.backend import jit
-
     st = _STATE
     try:
         chunk = build_chunk(st["module"], kernels)
@@ -228,8 +228,6 @@ def merge_llvm_ir(parts: list[str]) -> str:
     do): the first header, every definition, each global and declaration once, no declaration of a
     function some part defines. Raises SplitUnavailable for what it cannot merge safely (metadata,
     attribute groups, two different definitions of one global or function)."""
-    from minimlir.backend import jit
-
     header: list[str] = []
     globals_: dict[str, str] = {}
     declares: dict[str, str] = {}

@@ -78,11 +78,26 @@ from minimlir.compiler.discovery import pass_registry  # noqa: F401 (re-exported
 from minimlir.compiler.driver import LowerResult
 from minimlir.compiler.errors import CompileError, InputError
 from minimlir.compiler.parsing import _first_line, parse_module
+from minimlir.compiler.pipelines import checked_pipeline, checks_from_env
 from minimlir.frontend.onnx_import import (  # re-exported: the errors users catch
     OnnxImportError,
     UnsupportedModelError,
     numpy_dtype_of,
 )
+from minimlir.backend import cache as _cache
+from minimlir.backend import parallel
+from minimlir.backend import runtime
+from minimlir.compiler.metadata import collect_metadata
+from minimlir.compiler.params import ParamsFormatError
+from minimlir.compiler.params import load_params
+from minimlir.compiler.params import save_params
+from minimlir.compiler.pipelines import PIPELINES
+from minimlir.dialects import graph
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.frontend import _split_lower as sl
+from minimlir.frontend.onnx_import import import_onnx
+from minimlir.passes._diagnostics import format_location
+
 
 __all__ = [
     "CompileError",
@@ -102,8 +117,6 @@ DEFAULT_PIPELINE = "graph-to-llvm"
 def default_pipeline() -> str:
     """The named pipeline `compile` runs: `compile` (fuse, legalize, fuse kernels, schedule, bufferize, plan,
     llvm with parallel loops) when it is registered, else `graph-to-llvm`."""
-    from minimlir.compiler.pipelines import PIPELINES
-
     return "compile" if "compile" in PIPELINES else DEFAULT_PIPELINE
 
 
@@ -153,8 +166,6 @@ def load(model: Any, *, params: Mapping[str, np.ndarray] | str | os.PathLike[str
     """Load `model` (ONNX path / ModelProto, `.mlir` path / text) as a module plus params."""
     import onnx
 
-    from minimlir.frontend.onnx_import import import_onnx
-
     if isinstance(model, onnx.ModelProto):
         module, weights = import_onnx(model)
         return Loaded(module, dict(weights), (model.graph.name or "<model>") + ".onnx", "onnx")
@@ -192,8 +203,6 @@ def _is_protobuf(path: Path) -> bool:
 
 
 def _load_params(params, base: Path | None, module: ModuleOp | None) -> dict[str, np.ndarray]:
-    from minimlir.compiler.params import load_params
-
     if isinstance(params, Mapping):
         return {k: np.asarray(v) for k, v in params.items()}
     if params is not None:
@@ -310,8 +319,6 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def _param_types(module: ModuleOp) -> dict[str, tuple[np.dtype, tuple[int, ...], Operation]]:
-    from minimlir.dialects import graph
-
     found: dict[str, tuple[np.dtype, tuple[int, ...], Operation]] = {}
     for op in module.walk():
         if isinstance(op, graph.ParamOp):
@@ -322,8 +329,6 @@ def _param_types(module: ModuleOp) -> dict[str, tuple[np.dtype, tuple[int, ...],
 
 def check_params(module: ModuleOp, params: Mapping[str, np.ndarray], name: str) -> None:
     """Every graph.param has a value of its type (before compiling, so the error names the weight)."""
-    from minimlir.passes._diagnostics import format_location
-
     for pname, (dtype, shape, op) in _param_types(module).items():
         where = format_location(op.location)
         where = name if where == "loc(unknown)" else where
@@ -383,20 +388,12 @@ def _call_with_supported(fn: Callable, *args, **kwargs):
 def jit(module: ModuleOp, metadata: Mapping[str, Any], *, params: Mapping[str, np.ndarray],
         num_threads: int | None, cache: bool):
     """The runtime's CompiledProgram for an llvm-dialect module and its mem-level metadata."""
-    from minimlir.backend import runtime
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     _llvm_ext.install_llvmlite_hooks()
     engine = runtime.jit_module(module, cache=cache)
     program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(params),
                                    num_threads=num_threads)
     if num_threads is not None:
-        try:
-            from minimlir.backend import parallel
-        except ImportError:
-            parallel = None
-        if parallel is not None:
-            parallel.set_num_threads(num_threads)  # process-wide, as OMP_NUM_THREADS
+        parallel.set_num_threads(num_threads)  # process-wide, as OMP_NUM_THREADS
     return program
 
 
@@ -580,10 +577,8 @@ def compile(  # noqa: A001 (the one obvious name)
         return compile_profiled(model, entry=entry, num_threads=num_threads, dump_ir=dump_ir, cache=cache,
                                 pipeline=pipeline, params=params, print_ir=print_ir)
     t0 = time.perf_counter()
-    from minimlir.passes.to_llvm import _checks
-
-    if checks if checks is not None else _checks.checks_from_env():  # its own pipeline text: own cache key
-        pipeline = _checks.checked_pipeline(pipeline if pipeline is not None else default_pipeline())
+    if checks if checks is not None else checks_from_env():  # its own pipeline text: own cache key
+        pipeline = checked_pipeline(pipeline if pipeline is not None else default_pipeline())
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
     hook = None
@@ -629,8 +624,6 @@ def compile(  # noqa: A001 (the one obvious name)
         dump_dir.mkdir(parents=True, exist_ok=True)
     if want_ir:
         on_ir("input", ir_text(module))
-
-    from minimlir.compiler.metadata import collect_metadata
 
     found: dict[str, Any] = {}
     remarks: list[str] = []
@@ -689,8 +682,6 @@ def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Contex
     (the SplitResult, None) or, when `module` is to be lowered in this process after all, (None,
     the pipeline still to run on it: the whole default one, or its per-function part when the
     graph-level prefix has run already)."""
-    from minimlir.frontend import _split_lower as sl
-
     if sl.jobs() < 2 or not sl.applies(default_pipeline()):
         return None, default_pipeline()
     pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
@@ -777,8 +768,6 @@ def _model_identity(model: Any) -> list[str] | None:
 
 def api_cache_key(identity: Sequence[str], pipeline: str, entry: str | None, opt_level: int = 3) -> str:
     """The key of a `compile` cache entry (minimlir.compiler.cache_key; see the module docstring)."""
-    from minimlir.backend import cache as _cache
-
     return cache_key("minimlir-api", (str(API_CACHE_VERSION), *identity, pipeline, entry or ""),
                      host=_cache.host_parts(), opt_level=opt_level)
 
@@ -786,7 +775,6 @@ def api_cache_key(identity: Sequence[str], pipeline: str, entry: str | None, opt
 def _cache_slot(model: Any, cache: Any, pipeline: str, entry: str | None) -> _Slot | None:
     if cache is False or cache is None:
         return None
-    from minimlir.backend import cache as _cache
 
     identity = _model_identity(model)
     if identity is None:
@@ -814,8 +802,6 @@ def _spec_from_json(items: list[dict] | None) -> list[TensorSpec] | None:
 
 def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -> dict[str, np.ndarray] | None:
     """The weights of a cache hit, or None when they cannot be had (then recompile)."""
-    from minimlir.compiler.params import ParamsFormatError, load_params
-
     kind = meta.get("params")
     if kind == "stored":  # ONNX: the importer's weights, stored beside the entry
         try:
@@ -842,9 +828,6 @@ def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -
 
 def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None) -> CompiledModel | None:
     """The CompiledModel of a cache hit (no import, no pass, no LLVM), or None."""
-    from minimlir.backend import cache as _cache
-    from minimlir.backend import runtime
-
     t0 = time.perf_counter()
     stored = _cache.load_entry(slot.directory, slot.key)
     meta = stored.meta if stored is not None else None
@@ -870,8 +853,6 @@ def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None)
     program.cache_hit = True
     program.cache_key = slot.key
     if num_threads is not None:
-        from minimlir.backend import parallel
-
         parallel.set_num_threads(num_threads)
     entry = meta["entry"]
     fn = _entry_callable(program, entry)
@@ -886,19 +867,12 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
                        num_threads: int | None, param_types: dict[str, list], params_file: str | None):
     """LLVM-compile `module` (in parallel parts when large: runtime._codegen), store the entry (weights
     first for ONNX) unless `slot` is None, return the program."""
-    from minimlir.backend import cache as _cache
-    from minimlir.backend import runtime
-    from minimlir.compiler.params import save_params
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     _llvm_ext.install_llvmlite_hooks()
     engine, obj, externals = runtime._codegen(module, 3)
     if slot is None:
         program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(loaded.params),
                                        num_threads=num_threads)
         if num_threads is not None:
-            from minimlir.backend import parallel
-
             parallel.set_num_threads(num_threads)
         return program
     meta: dict[str, Any] = {
@@ -934,8 +908,6 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
     program.cache_hit = False
     program.cache_key = slot.key
     if num_threads is not None:
-        from minimlir.backend import parallel
-
         parallel.set_num_threads(num_threads)
     return program
 

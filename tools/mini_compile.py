@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prog = "mini-compile"
     from minimlir.backend._target import TargetError
-    from minimlir.backend.artifact import ArtifactError, build
+    from minimlir.backend.artifact import ArtifactError
+    from minimlir.frontend.build import build
     from minimlir.frontend.api import CompileError, InputError, OnnxImportError, UnsupportedModelError
 
     try:
