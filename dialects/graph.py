@@ -2265,7 +2265,7 @@ class CallKernelOp(IRDLOperation):
         _check_num_dims(self.dims, [r.type for r in self.outputs])
 
 
-from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers above)
+from minimlir.dialects._graph_more import (  # noqa: E402, F401  (they use the helpers above; re-exported)
     MORE_OPS,
     AcoshOp,
     AcosOp,

@@ -502,7 +502,8 @@ class CompiledModel:
                 seen = named_dims.setdefault(dim_name, (got, spec.name))
                 if seen[0] != got:
                     raise InputError(
-                        f"input '{spec.name}': dim {i} ('{dim_name}') is {got}, but '{seen[1]}' has {dim_name}={seen[0]}"
+                        f"input '{spec.name}': dim {i} ('{dim_name}') is {got}, "
+                        f"but '{seen[1]}' has {dim_name}={seen[0]}"
                     )
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)

@@ -72,7 +72,8 @@ def _build_for_target(model: Any, path: str | os.PathLike[str], tgt: _target.Tar
                 if lowered.metadata is not None:
                     found["metadata"] = lowered.metadata
             if "metadata" not in found:
-                raise ArtifactError("cannot export a module given in the llvm dialect: start from graph- or mem-level IR")
+                raise ArtifactError("cannot export a module given in the llvm dialect: start from graph- or "
+                                    "mem-level IR")
             ir_text = jit.to_llvm_ir(module, copy=False)
     return write_artifact(path, llvm_ir_parts=[ir_text], optimized=False, runtime_metadata=found["metadata"],
                           entry=entry, params=dict(loaded.params), target=tgt, weights=weights,

@@ -387,7 +387,9 @@ class Importer:
             raise Unsupported(f"dtype {array.dtype}")
         return Value(_NP_TO_ONNX[array.dtype], list(array.shape), const=array, is_weight=is_weight, name=name)
 
-    def from_sym(self, entries: Sequence[int | SSAValue], *, scalar: bool = False, elem_type=TensorProto.INT64) -> Value:
+    def from_sym(
+        self, entries: Sequence[int | SSAValue], *, scalar: bool = False, elem_type=TensorProto.INT64
+    ) -> Value:
         """A symbolic shape tensor; a plain constant when every entry is known."""
         entries = list(entries)
         if all(isinstance(e, int) for e in entries):
@@ -518,7 +520,10 @@ class Importer:
             return a
         if kind == "div" and b == 1:
             return a
-        cls = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "div": arith.FloorDivSIOp, "max": arith.MaxSIOp}[kind]
+        cls = {
+            "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp,
+            "div": arith.FloorDivSIOp, "max": arith.MaxSIOp,
+        }[kind]
         return self.emit1(cls(self.index(a), self.index(b)))
 
     def dims(self, v: Value | SSAValue) -> list[int | SSAValue]:

@@ -32,7 +32,6 @@ argument position, the op's or function's location).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (

@@ -225,7 +225,9 @@ def conv_general_ref(x, w, strides, pads, dil):
 
 def conv_general_text(x, w, strides, pads, dil, y_shape=None):
     ref = conv_general_ref(np.zeros(x), np.zeros(w), strides, pads, dil)
-    dims = lambda s: "x".join(str(d) for d in s)
+    def dims(s):
+        return "x".join(str(d) for d in s)
+
     return CONV_GENERAL.format(
         x=dims(x), w=dims(w), y=dims(y_shape or ref.shape), sh=strides[0], sw=strides[1],
         pads=", ".join(map(str, pads)), dh=dil[0], dw=dil[1],

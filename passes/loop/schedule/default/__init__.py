@@ -42,8 +42,8 @@ _helpers.py. A new rule is a new module with a `schedule_<name>(kernel, cfg) -> 
     vectorize the innermost loop when legal (and long enough).
 
 Parallel loops get a step constant of their own (_private_parallel_steps: loop-outline-parallel
-maps the step value into the outlined body). Every step is tried under a snapshot: a primitive the kernel refuses (ScheduleError) leaves the
-IR as it was and the heuristics fall back, so any kernel stays correct.
+maps the step value into the outlined body). Every step is tried under a snapshot: a primitive the
+kernel refuses (ScheduleError) leaves the IR as it was and the heuristics fall back, so any kernel stays correct.
 """
 
 from __future__ import annotations

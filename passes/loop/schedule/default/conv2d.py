@@ -22,7 +22,15 @@ from minimlir.passes.loop.schedule.api import (
     materialize_form,
 )
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _forward_init, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default._helpers import (
+    _cache_accumulator,
+    _contract_fma,
+    _direct_loops,
+    _forward_init,
+    _fuse_consumers,
+    _mark_width,
+    fit_width,
+)
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 
@@ -284,7 +292,9 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
 
     if not transaction.attempt(kernel, main):
         return False
-    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
+    transaction.attempt(
+        kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in"))
+    )
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
                         lambda s: s.get_loops(s.get_block(bname))[(1 if fuse_at == "co0" else 2) + gr])
@@ -411,7 +421,9 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if not transaction.attempt(kernel, main):
         return False
-    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
+    transaction.attempt(
+        kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in"))
+    )
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
                         lambda s: s.get_loops(s.get_block("conv2d"))[1])

@@ -12,7 +12,14 @@ from minimlir.passes.loop.schedule.api import (
     const_index,
 )
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default._helpers import (
+    _cache_accumulator,
+    _contract_fma,
+    _direct_loops,
+    _fuse_consumers,
+    _mark_width,
+    fit_width,
+)
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
