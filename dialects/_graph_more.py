@@ -29,6 +29,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from minimlir.dialects._fusion import FusionKind
 from minimlir.dialects.graph import (
     DYNAMIC,
     Shape,
@@ -71,7 +72,7 @@ class GatherElementsOp(IRDLOperation):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, data: SSAValue, indices: SSAValue, axis: int = 0):
@@ -130,7 +131,7 @@ class GatherNDOp(IRDLOperation):
     result = result_def(TensorType)
     batch_dims = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = (
         "$data `,` $indices `batch_dims` $batch_dims attr-dict `:` functional-type(operands, results)")
 
@@ -168,7 +169,7 @@ class CumSumOp(IRDLOperation):
     reverse = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($result)"
 
     def __init__(self, input: SSAValue, axis: int, exclusive: bool = False, reverse: bool = False):
@@ -250,7 +251,7 @@ class ArgMinOp(IRDLOperation):
     select_last_index = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, axis: int, keepdims: bool = True, select_last_index: bool = False):
