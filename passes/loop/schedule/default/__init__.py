@@ -5,10 +5,11 @@ MetaSchedule's first candidate), every choice a knob of a dataclass so a tuner c
     schedule_module(module, ScheduleConfig.for_host())          # all kernels
     schedule_kernel(kernel, cfg)                                # one kernel
 
-Per kernel, the first matching rule applies (block names are the legalizer's, see
-passes/graph/legalize/). One module per rule: matmul.py, conv2d.py, copies.py, generic.py; the knobs
-in config.py, the transaction that rolls a refused attempt back in transaction.py, shared helpers in
-_helpers.py. A new rule is a new module with a `schedule_<name>(kernel, cfg) -> bool` added to RULES:
+Per kernel, the first matching rule applies (rules match the `kind` attributes the legalizer
+stamps on blocks, `loop.stamp_kind`; see passes/graph/legalize/). One module per rule: matmul.py,
+conv2d.py, copies.py, generic.py; the knobs in config.py, the transaction that rolls a refused
+attempt back in transaction.py, shared helpers in _helpers.py. A new rule is a new module with a
+`schedule_<name>(kernel, cfg) -> bool` added to RULES:
 
   * matmul (block "matmul", loops [batch…, i, j, k], one reduce var last): register blocking
     (mr, nv shrink to divisors of static M, N/W when that keeps at least half the tile)
