@@ -732,6 +732,13 @@ class _UnaryOp(IRDLOperation, ABC):
     assembly_format = "$input attr-dict `:` type($result)"
 
     ELEMENT_KIND: ClassVar[str] = "float"
+    # What the rest of the compiler needs to know about a plain unary op, declared here so that a
+    # new one is one class (see dialects/_graph_more.py `_unary` and docs/architecture.md):
+    ONNX: ClassVar[str | None] = None
+    """The ONNX op type it imports from, `Op(x) -> y` with no attributes (frontend/_onnx_unary.py)."""
+    MATH_OP: ClassVar[type[IRDLOperation] | None] = None
+    """Its element function as one op of xDSL's math dialect: graph-legalize then lowers it to
+    `y[i] = MATH_OP(x[i])` (passes/graph/legalize/unary.py); None: a legalization of its own."""
 
     def __init__(self, input: SSAValue, properties: dict[str, Attribute] | None = None):
         super().__init__(

@@ -1452,3 +1452,4 @@ def emit_argmax(n: NodeView) -> list:
 
 # More emitters (operator coverage) live in their own module and register themselves here.
 from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
+from minimlir.frontend import _onnx_unary  # noqa: E402,F401  (the unary ops that declare ONNX =)
