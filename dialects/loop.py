@@ -442,10 +442,12 @@ def blocks_of(root: Operation) -> list[BlockOp]:
 #     loop.block "conv2d" (...) [...] {...} {kind = "conv2d", groups = 32 : i64, depthwise,
 #                                            strides = [1 : i64, 1 : i64], dilations = [...]}
 KIND_ATTR = "kind"
+STAMP_PARAMS = ("batch", "groups", "depthwise", "strides", "dilations")
 
 
 def stamp_kind(blk: BlockOp, kind: str, **params: int | bool | Sequence[int]) -> BlockOp:
     """Record on `blk` that it computes `kind` with `params` (ints, int lists; True is a unit attr)."""
+    assert set(params) <= set(STAMP_PARAMS), f"declare new stamp parameters in STAMP_PARAMS: {params}"
     blk.attributes[KIND_ATTR] = StringAttr(kind)
     for key, v in params.items():
         if v is True:
@@ -457,6 +459,12 @@ def stamp_kind(blk: BlockOp, kind: str, **params: int | bool | Sequence[int]) ->
         else:
             blk.attributes[key] = ArrayAttr([IntegerAttr(int(x), 64) for x in v])
     return blk
+
+
+def unstamp(blk: BlockOp) -> None:
+    """Remove what stamp_kind recorded (it is derived from the block's structure)."""
+    for key in (KIND_ATTR, *STAMP_PARAMS):
+        blk.attributes.pop(key, None)
 
 
 def block_kind(blk: BlockOp) -> str | None:
