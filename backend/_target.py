@@ -120,6 +120,7 @@ AARCH64_CPUS: dict[str, tuple[str, ...]] = {
 
 # The checked features (LLVM name -> /proc/cpuinfo flag) are the artifact loader's table.
 from minimlir.runtime._cpu import CPUINFO_FLAGS  # noqa: E402
+from minimlir.runtime.errors import MinimlirError  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def arch_of(triple: str) -> str:
     return head
 
 
-class TargetError(ValueError):
+class TargetError(MinimlirError, ValueError):
     """An unknown target triple or CPU name (the message lists the known ones)."""
 
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from minimlir.backend import _target
 from minimlir.backend.jit import PART_MARKER
+from minimlir.runtime.errors import MinimlirError
 
 ABI_VERSION = 1
 """The version of the artifact's interface: the metadata layout, the `mml_*` C functions and the
@@ -65,7 +66,7 @@ STATUS = {"MML_OK": 0, "MML_ERR_BAD_OUT": 1, "MML_ERR_NO_MEMORY": 2, "MML_ERR_AR
           "MML_ERR_PARAMS": 4, "MML_ERR_CPU": 5, "MML_ERR_ABI": 6, "MML_ERR_IO": 7}
 
 
-class ArtifactError(Exception):
+class ArtifactError(MinimlirError):
     """The model cannot be written as an artifact (bad options, a C compiler missing or failing)."""
 
 
@@ -739,82 +740,13 @@ def export_compiled(model: Any, path: str | os.PathLike[str], *, weights: str = 
     )
 
 
-def _compile_takes(name: str) -> bool:
-    import inspect
+def __getattr__(name: str) -> Any:
+    if name == "build":  # deprecated here: building from a model needs the importer (frontend)
+        import warnings
 
-    from minimlir.frontend import api
+        from minimlir.frontend.build import build
 
-    return name in inspect.signature(api.compile).parameters
-
-
-def build(
-    model: Any,
-    path: str | os.PathLike[str],
-    *,
-    weights: str = "auto",
-    cpu: str | None = None,
-    target: str | None = None,
-    tuning_db: str | os.PathLike[str] | None = None,
-    emit_header: bool | str | os.PathLike[str] = False,
-    params: Any = None,
-    entry: str | None = None,
-    cache: bool | str | os.PathLike[str] = True,
-) -> ArtifactInfo:
-    """Compile `model` (ONNX or .mlir, as `frontend.compile` takes it) into the artifact `path`."""
-    tgt = _target.resolve(target, cpu)
-    if tuning_db is not None and not _compile_takes("tuning_db"):
-        raise ArtifactError("--tuning-db: not available in this build (frontend.compile has no tuning_db=)")
-    host = tgt.triple == _target.host_triple() and cpu in (None, "host")  # the JIT's own code
-    if host:
-        from minimlir.frontend import api
-
-        extra = {"tuning_db": tuning_db} if tuning_db is not None else {}
-        compiled = api.compile(model, params=params, entry=entry, cache=cache, **extra)
-        return export_compiled(compiled, path, weights=weights, emit_header=emit_header)
-    if tuning_db is not None:
-        raise ArtifactError("--tuning-db applies to the host's CPU only (its records were measured here); "
-                            "drop it for --cpu/--target builds")
-    return _build_for_target(model, path, tgt, weights=weights, emit_header=emit_header, params=params,
-                             entry=entry)
-
-
-def _build_for_target(model: Any, path: str | os.PathLike[str], tgt: _target.Target, *, weights: str,
-                      emit_header: Any, params: Any, entry: str | None) -> ArtifactInfo:
-    """Lower `model` with the default pipeline for `tgt` (its vector width and registers) and write
-    the artifact; no JIT (the code may not run here)."""
-    from minimlir.backend import jit
-    from minimlir.backend.runtime import collect_metadata
-    from minimlir.frontend import api
-
-    ctx = api.make_context()
-    loaded = api.load(model, params=params, ctx=ctx)
-    module = loaded.module
-    entry = api.pick_entry(module, entry, kind=loaded.kind)
-    entry_fn = next((f for f in api.graph_functions(module) if f.sym_name.data == entry), None)
-    inputs = outputs = None
-    if entry_fn is not None:
-        inputs, outputs = api.signature(entry_fn)
-    api.check_params(module, loaded.params, loaded.name)
-    found: dict[str, Any] = {}
-
-    def take(m: Any) -> None:
-        found["metadata"] = collect_metadata(m, entry)
-
-    with _target.using(tgt):
-        split, rest = None, api.default_pipeline()
-        if api.graph_level(module):
-            split, rest = api._lower_in_parallel(module, entry, loaded, ctx, [], {})
-        if split is not None:
-            ir_text, found["metadata"] = split.llvm_ir, split.metadata
-        else:
-            if not api.graph_level(module) and not api.is_llvm_level(module):
-                take(module)
-            if not api.is_llvm_level(module):
-                api.lower(module, rest, ctx=ctx, name=loaded.name, source_text=loaded.text,
-                          before={"convert-mem-to-llvm": take})
-            if "metadata" not in found:
-                raise ArtifactError("cannot export a module given in the llvm dialect: start from graph- or mem-level IR")
-            ir_text = jit.to_llvm_ir(module, copy=False)
-    return write_artifact(path, llvm_ir_parts=[ir_text], optimized=False, runtime_metadata=found["metadata"],
-                          entry=entry, params=dict(loaded.params), target=tgt, weights=weights,
-                          emit_header=emit_header, inputs=inputs, outputs=outputs)
+        warnings.warn("minimlir.backend.artifact.build moved to minimlir.frontend.build.build",
+                      DeprecationWarning, stacklevel=2)
+        return build
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

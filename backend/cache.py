@@ -27,7 +27,6 @@ import json
 import os
 import struct
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 import llvmlite
 
 from minimlir.backend import _target
+from minimlir.compiler.cache_key import digest  # noqa: F401 (the one digest; re-exported)
 
 _MAGIC = b"MMLIRC02"
 _HEADER = struct.Struct("<8sQQQ32s")
@@ -84,16 +84,6 @@ def host_parts() -> tuple[str, ...]:
         llvmlite.__version__,
         str(FORMAT_VERSION),
     )
-
-
-def digest(parts: Sequence[str]) -> str:
-    """sha256 of length-prefixed parts (no two part lists collide by concatenation)."""
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode()
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.hexdigest()
 
 
 def cache_key(ir_text: str, opt_level: int) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from minimlir.passes.to_llvm import _checks as _ir
+from minimlir.runtime.errors import MinimlirError
 
 RECORD_WORDS = 4 + 2 * _ir.MAX_RANK  # site, count, rank, pad, indices, dims
 _lock = threading.Lock()
@@ -35,7 +36,7 @@ _installed: dict[str, Any] = {}
 calls = 0  # checked calls run in this process (tests use it to see that checks were on)
 
 
-class CheckError(RuntimeError):
+class CheckError(MinimlirError, RuntimeError):
     """Checked mode caught a fault: an out-of-bounds access or an output read before written."""
 
     def __init__(self, message: str, *, kind: str, kernel: str = "", block: str = "", buffer: str = "",

@@ -20,7 +20,8 @@ functions are a group of their own), the groups are packed into one part per cor
 parts are optimized and code-generated at once, one in this process and the others in child
 processes (backend/_llvm_worker.py: llvmlite's C API calls hold one process-wide lock, so threads
 would not run in parallel; a part whose child fails is compiled here). MINIMLIR_LLVM_JOBS=n sets the
-number of parts (1: no split; default: the cores this process may use). All objects are loaded into one MCJIT engine. A function called from
+number of parts (1: no split; default: the cores this process may use). All objects are loaded into
+one MCJIT engine. A function called from
 another part gets external linkage there (so it is no longer inlined across parts); the code of
 every function is otherwise what the whole module gives.
 """
@@ -47,18 +48,17 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute
-from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.backend import _target, cache as _cache
+from minimlir.compiler.errors import CompileError
 from minimlir.dialects import llvm_ext as _llvm_ext
 from minimlir.passes.to_llvm._common import reconcile_casts
 
 _llvm_lock = threading.RLock()
 
 
-class CompileError(DiagnosticException):
-    """The module cannot be turned into native code (non-llvm op left, invalid LLVM IR, …)."""
-
+# CompileError (minimlir.compiler.errors): the module cannot be turned into native code (non-llvm op
+# left, invalid LLVM IR, …); the same class frontend.compile raises.
 
 # ---------------------------------------------------------------- llvm dialect -> LLVM IR
 
@@ -392,7 +392,7 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
             writer.join()  # the child reads all of its input before it writes anything
             assert proc.stdout is not None and proc.stderr is not None
             out = proc.stdout.read()
-            err = proc.stderr.read()  # small: a traceback at most
+            proc.stderr.read()  # drain it (small: a traceback at most); the part is recompiled here
             proc.wait()
             if proc.returncode != 0 or len(out) < 16:
                 # the child could not run (or LLVM rejected the part): compile the part here, so

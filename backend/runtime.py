@@ -41,31 +41,35 @@ printed. Bad IR, a failing or crashing pass, and LLVM errors raise `CompileError
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import importlib.util
 import json
 import os
 import warnings as _warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import ModuleOp
 
 from minimlir.backend import checks as _checks
-from minimlir.backend.jit import CompileError
-from minimlir.passes.to_llvm._memref_abi import (
-    PARAM_ATTR,
-    is_entry,
-    is_public,
-    numpy_dtype_name,
-    shape_list,
-)
+from minimlir.compiler.cache_key import source_fingerprint  # noqa: F401 (re-exported)
+from minimlir.compiler.cache_key import versions as _versions  # noqa: F401 (re-exported)
+from minimlir.compiler.context import make_context
+from minimlir.compiler.errors import CompileError
+from minimlir.compiler.stats import CompileStats, compile_stats, reset_compile_stats  # noqa: F401 (re-exported)
+from minimlir.compiler.metadata import METADATA_VERSION, collect_metadata, function_metadata  # noqa: F401 (re-exported)
+from minimlir.backend import _target, jit
+from minimlir.backend import cache as _cache
+from minimlir.compiler import driver
+from minimlir.compiler.cache_key import cache_key
+from minimlir.compiler.params import load_params
+from minimlir.compiler.parsing import parse_module
+from minimlir.compiler.pass_manager import fewer_gc_passes
+from minimlir.compiler.pipelines import checked_pipeline, checks_from_env
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.passes._diagnostics import format_location
 from minimlir.runtime._native import (  # the JIT's call machinery (the errors re-exported)
     ArgumentError,
     DimCheckError,
@@ -76,7 +80,8 @@ from minimlir.runtime._native import (  # the JIT's call machinery (the errors r
     wrap_owned as _wrap_owned,
 )
 
-METADATA_VERSION = 1
+
+_context = make_context  # the old name (minimlir.compiler.context.make_context)
 
 
 class CompileWarning(UserWarning):
@@ -88,88 +93,13 @@ __all__ = [
     "CompileError",
     "CompileWarning",
     "CompiledProgram",
+    "DimCheckError",
     "NativeError",
     "collect_metadata",
     "compile_key",
     "compile_mlir_text",
     "compile_stats",
 ]
-
-
-
-# ------------------------------------------------------------------------------ metadata
-
-
-def _attr_str(d: Mapping[str, Attribute] | None, key: str) -> str | None:
-    if d is None:
-        return None
-    v = d.get(key)
-    return v.data if isinstance(v, StringAttr) else None
-
-
-def _scalar_dtype(t: Attribute) -> str:
-    return numpy_dtype_name(t)
-
-
-def function_metadata(f: func.FuncOp) -> dict[str, Any]:
-    """The runtime's view of one mem-level function (see the module docstring)."""
-    ftype = f.function_type
-    arg_attrs = [d.data for d in f.arg_attrs.data] if f.arg_attrs is not None else None
-    res_attrs = [d.data for d in f.res_attrs.data] if f.res_attrs is not None else None
-    block_args = f.body.blocks[0].args if f.body.blocks else ()
-    args: list[dict[str, Any]] = []
-    for k, t in enumerate(ftype.inputs.data):
-        d = arg_attrs[k] if arg_attrs is not None else None
-        name = _attr_str(d, "graph.name") or (
-            block_args[k].name_hint if k < len(block_args) and block_args[k].name_hint else None
-        )
-        entry: dict[str, Any] = {"name": name or f"arg{k}", "param": _attr_str(d, PARAM_ATTR)}
-        if isinstance(t, MemRefType):
-            names = d.get("graph.dim_names") if d is not None else None
-            entry.update(
-                kind="memref",
-                dtype=numpy_dtype_name(t.element_type),
-                shape=shape_list(t),
-                dim_names=[s.data for s in names.data] if isinstance(names, ArrayAttr) else None,
-            )
-        else:
-            entry.update(kind="scalar", dtype=_scalar_dtype(t), shape=[], dim_names=None)
-        args.append(entry)
-    results: list[dict[str, Any]] = []
-    for i, t in enumerate(ftype.outputs.data):
-        d = res_attrs[i] if res_attrs is not None else None
-        r: dict[str, Any] = {"name": _attr_str(d, "graph.name") or f"result{i}"}
-        if isinstance(t, MemRefType):
-            r.update(kind="memref", dtype=numpy_dtype_name(t.element_type), shape=shape_list(t))
-        else:
-            r.update(kind="scalar", dtype=_scalar_dtype(t), shape=[])
-        results.append(r)
-    abi = "entry" if is_entry(f) else "plain"
-    if abi == "plain" and len(results) > 1:
-        raise ArgumentError(
-            f"function @{f.sym_name.data}: several scalar results are not supported by the runtime"
-        )
-    from minimlir.passes.graph._symbolic_dims import checks_of
-
-    meta: dict[str, Any] = {"abi": abi, "args": args, "results": results}
-    if checks := checks_of(f):
-        meta["dim_checks"] = checks  # symbolic constraints on the inputs' dims (graph-infer-dims)
-    return meta
-
-
-def collect_metadata(module: ModuleOp, entry: str | Sequence[str] | None = None) -> dict[str, Any]:
-    """Metadata of the public functions of a mem-level module (or only those named in `entry`)."""
-    wanted = [entry] if isinstance(entry, str) else list(entry) if entry is not None else None
-    functions: dict[str, Any] = {}
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.body.blocks and is_public(op):
-            name = op.sym_name.data
-            if wanted is None or name in wanted:
-                functions[name] = function_metadata(op)
-    for name in wanted or ():
-        if name not in functions:
-            raise ArgumentError(f"no public function @{name} in the module")
-    return {"version": METADATA_VERSION, "functions": functions}
 
 
 # ------------------------------------------------------------------------------ memory and calls
@@ -223,8 +153,6 @@ class CompiledProgram:
     def bind_params(self, params: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         """Use these weights for `mem.param` arguments (a params file is memory-mapped)."""
         if isinstance(params, str | os.PathLike):
-            from minimlir.compiler.params import load_params
-
             params = load_params(params)
         self._params = dict(params)
 
@@ -289,56 +217,7 @@ def _address(engine: Any, name: str) -> int:
 # ------------------------------------------------------------------------------ compile
 
 
-@dataclass
-class CompileStats:
-    """This process's compile_mlir_text counters (tests tell hits from misses with them)."""
-
-    compiles: int = 0
-    hits: int = 0
-    misses: int = 0
-    parses: int = 0
-    passes_run: int = 0  # every pass run_pipeline ran (nested ones included)
-
-
-_STATS = CompileStats()
-
-
-def compile_stats() -> CompileStats:
-    return _STATS
-
-
-def reset_compile_stats() -> None:
-    global _STATS
-    _STATS = CompileStats()
-
-
-def _context():
-    from xdsl.context import Context
-
-    from minimlir.dialects import llvm_ext as _llvm_ext  # noqa: F401 - registers the extension llvm ops
-    from minimlir.tools.mini_opt import our_dialects
-
-    ctx = Context()
-    from xdsl.dialects import get_all_dialects
-
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for d in our_dialects():
-        if d.name in ctx.registered_dialect_names:
-            continue
-        ctx.load_dialect(d)
-    return ctx
-
-
-def _render(exc: Any, source: Any) -> str:
-    from minimlir.compiler.diagnostics import from_exception, render
-
-    return render(from_exception(exc), source).rstrip()
-
-
 def _one_line(diag: Any) -> str:
-    from minimlir.passes._diagnostics import format_location
-
     lines = [f"{format_location(d.location)}: {d.severity}: {d.message}" for d in (diag, *diag.notes)]
     return "\n".join(lines)
 
@@ -352,65 +231,16 @@ def run_pipeline(
     source_text: str | None = None,
     filename: str = "<input>",
 ) -> None:
-    """Run a pass pipeline (names, named pipelines, options) on `module` in place.
+    """Run a pass pipeline on `module` in place (minimlir.compiler.driver.lower, verifying each pass).
 
-    `before`: pass name -> callback(module), called once right before the first run of that pass
-    (compile_mlir_text collects the runtime metadata before convert-mem-to-llvm).
-    `diagnostics`: if given, remarks and warnings are appended to it (passes/_diagnostics.py
-    Diagnostic objects) instead of being printed. A bad pipeline, a failing pass and a crashing
-    pass raise CompileError (`file:line:col: error: …` + `note: in pass '…'`)."""
-    from contextlib import nullcontext
-
-    from xdsl.transforms import get_all_passes
-
-    from minimlir.passes._diagnostics import diagnostic_handler
-    from minimlir.compiler.diagnostics import SourceFile
-    from minimlir.compiler.pass_manager import (
-        IROptions,
-        PassCrash,
-        PassFailure,
-        PassManager,
-        PassStep,
-        PipelineBuilder,
-        PipelineError,
-        parse_pipeline,
-        walk_steps,
-    )
-    from minimlir.tools.mini_opt import named_pipelines, our_passes
-
-    ctx = ctx or _context()
-    available = dict(get_all_passes())
-    for name, cls in our_passes().items():
-        available[name] = lambda c=cls: c
-    try:
-        text = pipeline.strip()
-        anchored = text.startswith("builtin.module(")
-        steps = PipelineBuilder(available, named_pipelines(), ctx).build(parse_pipeline(text, anchored))
-    except PipelineError as e:
-        e.hint = ""  # not the list of every xDSL pass
-        raise CompileError(f"invalid pipeline '{pipeline}': {e.render().rstrip()}") from None
-    source = SourceFile(filename, source_text) if source_text is not None else None
-    pending = dict(before or {})
-    handler = diagnostic_handler(diagnostics.append) if diagnostics is not None else nullcontext()
-    with handler:
-        for step in steps:
-            if isinstance(step, PassStep) and step.name in pending:
-                pending.pop(step.name)(module)
-            _STATS.passes_run += sum(1 for _ in walk_steps([step]))
-            try:
-                PassManager([step], ctx, IROptions(), verify_each=True, snapshots=False).run(module)
-            except PassFailure as f:
-                what = "left IR that does not verify" if f.after_verify else "failed"
-                err = CompileError(f"{_render(f.error, source)}\nnote: pass '{f.step.name}' {what}")
-                err.pass_name = f.step.name
-                raise err from None
-            except PassCrash as c:
-                err = CompileError(
-                    f"error: pass '{c.step.name}' crashed: {type(c.error).__name__}: {c.error} "
-                    f"(a compiler bug; reproduce with mini-opt -p '{c.path}')"
-                )
-                err.pass_name = c.step.name
-                raise err from c.error
+    `before`: pass name -> callback(module), called once right before the first run of that pass.
+    `diagnostics`: if given, remarks and warnings are appended to it (Diagnostic objects) instead of
+    being printed. Errors raise CompileError (see minimlir.compiler.driver)."""
+    hooks = [driver.run_once_before(name, fn, module) for name, fn in (before or {}).items()]
+    result = driver.lower(module, pipeline, ctx=ctx, name=filename, source_text=source_text,
+                          before_pass=hooks, verify_each=True)
+    if diagnostics is not None:
+        diagnostics.extend(result.diagnostics)
 
 
 def _is_llvm_module(module: ModuleOp) -> bool:
@@ -418,43 +248,6 @@ def _is_llvm_module(module: ModuleOp) -> bool:
 
 
 # ---------------------------------------------------------------- compile cache key
-
-_FINGERPRINT_PACKAGES = ("minimlir.passes", "minimlir.dialects", "minimlir.backend", "minimlir.runtime",
-                         "minimlir.tools")
-
-
-@functools.cache
-def source_fingerprint(packages: tuple[str, ...] = _FINGERPRINT_PACKAGES) -> str:
-    """sha256 over (path, size, mtime) of every .py file of `packages` (default: minimlir's passes,
-    dialects, backend, runtime and tools): editing a pass (or the pipeline runner) invalidates the compile
-    cache. Computed once per process and package list (a stat per file, no reading)."""
-    parts: list[str] = []
-    for name in packages:
-        spec = importlib.util.find_spec(name)
-        roots = (spec.submodule_search_locations or ()) if spec is not None else ()
-        for root in roots:
-            base = Path(root)
-            for f in sorted(base.rglob("*.py")):
-                try:
-                    st = f.stat()
-                except OSError:
-                    continue
-                parts.append(f"{name}/{f.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}")
-    from minimlir.backend import cache as _cache
-
-    return _cache.digest(parts)
-
-
-@functools.cache
-def _versions() -> tuple[str, ...]:
-    out = []
-    for dist in ("minimlir", "xdsl"):
-        try:
-            out.append(f"{dist}={importlib.metadata.version(dist)}")
-        except importlib.metadata.PackageNotFoundError:
-            out.append(f"{dist}=unknown")
-    return tuple(out)
-
 
 def compile_key(
     text: str,
@@ -465,22 +258,10 @@ def compile_key(
 ) -> str:
     """The compile cache key of compile_mlir_text (see the module docstring). The number of
     threads is not part of it: the same code runs with any pool size."""
-    from minimlir.backend import cache as _cache
-
     entries = [entry] if isinstance(entry, str) else sorted(entry) if entry is not None else None
-    return _cache.digest(
-        (
-            "minimlir-compile",
-            text,
-            pipeline,
-            json.dumps(entries),
-            json.dumps(metadata, sort_keys=True) if metadata is not None else "",
-            *_versions(),
-            source_fingerprint(),
-            *_cache.host_parts(),
-            str(opt_level),
-        )
-    )
+    parts = (text, pipeline, json.dumps(entries),
+             json.dumps(metadata, sort_keys=True) if metadata is not None else "")
+    return cache_key("minimlir-compile", parts, host=_cache.host_parts(), opt_level=opt_level)
 
 
 def _print_module(module: ModuleOp) -> str:
@@ -498,39 +279,13 @@ def _print_module(module: ModuleOp) -> str:
 
 def _parse(ctx: Any, text: str, filename: str) -> ModuleOp:
     """Parse with a location on every op (so diagnostics say file:line:col), then verify."""
-    from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-    from minimlir.compiler.diagnostics import SourceFile, verify_located
-    from minimlir.tools.mini_opt import LocatingParser
-
-    _STATS.parses += 1
-    parser = None
-    try:
-        parser = LocatingParser(ctx, text, filename)
-        module = parser.parse_module()
-    except ParseError as e:
-        line = text.count("\n", 0, e.span.start) + 1
-        col = e.span.start - (text.rfind("\n", 0, e.span.start) + 1) + 1
-        raise CompileError(f"{filename}:{line}:{col}: error: {e.msg.strip() or 'syntax error'}") from None
-    except (DiagnosticException, RecursionError, Exception) as e:
-        offset = parser.current_offset() if parser is not None else 0
-        line = text.count("\n", 0, offset) + 1
-        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-        msg = str(e.args[0]) if isinstance(e, DiagnosticException) and e.args else f"{type(e).__name__}: {e}"
-        raise CompileError(f"{filename}:{line}:{col}: error: {msg}") from None
-    try:
-        verify_located(module)
-    except DiagnosticException as e:
-        raise CompileError(_render(e, SourceFile(filename, text))) from None
-    return module
+    return parse_module(text, filename, ctx)
 
 
 def _load_hit(entry: Any) -> Any | None:
     """A CompiledModule from a cached compile entry, or None if it cannot be used here (an
     external symbol it calls is not resolvable in this process: then recompile)."""
     import llvmlite.binding as llvm
-
-    from minimlir.backend import _target, jit
 
     meta = entry.meta
     if not isinstance(meta, dict) or not isinstance(meta.get("metadata"), dict):
@@ -568,9 +323,6 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
     is the caller's own (parsed or cloned here, or frontend.compile's): its casts are folded in place.
     Instead of a module: (LLVM IR text, signatures of its exported functions), as the parallel
     lowering (frontend/_split_lower.py) produces them."""
-    from minimlir.backend import _target, jit
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     import time
 
     _llvm_ext.install_llvmlite_hooks()
@@ -579,8 +331,6 @@ def _codegen(module: ModuleOp | tuple[str, dict[str, Any]], opt_level: int) -> t
         ir_text, sigs = module
         _load_symbol_providers()  # the lowering ran in other processes
     else:
-        from minimlir.compiler.pass_manager import fewer_gc_passes
-
         sigs = jit.signatures(module)
         with fewer_gc_passes():
             ir_text = jit.to_llvm_ir(module, copy=False)
@@ -624,13 +374,10 @@ def compile_mlir_text(
     input already in the llvm dialect (where types are gone). `filename` names the text in
     diagnostics. Errors raise CompileError; remarks/warnings land on the program. `checks`: checked
     mode (default $MINIMLIR_CHECKS; backend/checks.py), a pipeline of its own (and cache key)."""
-    from minimlir.backend import cache as _cache
-    from minimlir.passes.to_llvm import _checks as _checks_ir
+    if checks if checks is not None else checks_from_env():
+        pipeline = checked_pipeline(pipeline)
 
-    if checks if checks is not None else _checks_ir.checks_from_env():
-        pipeline = _checks_ir.checked_pipeline(pipeline)
-
-    _STATS.compiles += 1
+    compile_stats().compiles += 1
     is_text = isinstance(text_or_module, str)
     directory = None if cache is False else _cache.cache_dir(None if cache is True else Path(cache))
     key = None
@@ -640,34 +387,30 @@ def compile_mlir_text(
         hit = _cache.load_entry(directory, key)
         engine = _load_hit(hit) if hit is not None else None
         if engine is not None:
-            _STATS.hits += 1
+            compile_stats().hits += 1
             meta = hit.meta
             program = CompiledProgram(engine, meta["metadata"], params=params, allow_copy=allow_copy)
             _finish(program, meta.get("remarks", []), meta.get("warnings", []), key, True)
             return program
-        _STATS.misses += 1
+        compile_stats().misses += 1
 
-    ctx = _context()
+    ctx = make_context()
     module = _parse(ctx, text_or_module, filename) if is_text else text_or_module.clone()
     diagnostics: list[Any] = []
     if _is_llvm_module(module):
         if metadata is None:
             raise ArgumentError("a module already in the llvm dialect needs metadata= (collect_metadata)")
     else:
-        found: dict[str, Any] = {}
-        before = {}
-        if metadata is None:
+        from minimlir.compiler import driver
 
-            def collect(m: ModuleOp) -> None:  # the mem-level signatures, before they are expanded
-                found["metadata"] = collect_metadata(m, entry)
-
-            before["convert-mem-to-llvm"] = collect
-        run_pipeline(module, pipeline, ctx, before, diagnostics,
-                     text_or_module if is_text else None, filename)
+        lowered = driver.lower(module, pipeline, ctx=ctx, name=filename,
+                               source_text=text_or_module if is_text else None, verify_each=True,
+                               **({"metadata_entry": entry} if metadata is None else {}))
+        diagnostics.extend(lowered.diagnostics)
         if metadata is None:
-            if "metadata" not in found:
-                raise ArgumentError(f"pipeline '{pipeline}' does not run convert-mem-to-llvm")
-            metadata = found["metadata"]
+            if lowered.metadata is None:
+                raise ArgumentError(f"pipeline '{pipeline}' does not run {driver.ABI_PASS}")
+            metadata = lowered.metadata
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise CompileError("\n".join(_one_line(d) for d in errors))
@@ -695,8 +438,6 @@ def _finish(program: CompiledProgram, remarks: list[str], warned: list[str], key
 
 def jit_module(module: ModuleOp, cache: bool | str | os.PathLike[str] = True) -> Any:
     """llvm-dialect module -> an object with `address(name)` (backend/jit.py)."""
-    from minimlir.backend import jit
-
     if any(_checks.is_checked(getattr(op, "sym_name", None) and op.sym_name.data or "") for op in module.ops):
         _checks.install()
     return jit.compile_module(module, cache=cache)

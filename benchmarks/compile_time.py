@@ -146,7 +146,7 @@ def dynamic_main(args) -> int:
 
     models = [m for m in [*MODELS, *LIGHT_MODELS] if not args.filter or re.search(args.filter, m)]
     ok = True
-    print(f"compile CPU seconds (this process and finished LLVM workers), cold cache")
+    print("compile CPU seconds (this process and finished LLVM workers), cold cache")
     print(f"{'model':14} {'static s':>9} {'dynamic s':>10} {'ratio':>6}   latency: static b1, dynamic b1"
           f" | static b8, dynamic b8, ratio", flush=True)
     ratios, serve = [], []

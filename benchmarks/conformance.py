@@ -329,7 +329,9 @@ def write_random_case(name: str, directory: Path, seed: int) -> tuple[Case, Path
 # Comparison and the worker
 
 
-def compare(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> tuple[str | None, float, float]:
+def compare(
+    actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float
+) -> tuple[str | None, float, float]:
     """(failure message or None, max abs error, max relative error) — onnx runner semantics."""
     max_abs = max_rel = 0.0
     if len(actual) != len(expected):

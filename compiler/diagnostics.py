@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from xdsl.ir import Block, Operation
-from xdsl.traits import NoTerminator
+from xdsl.dialects.builtin import StringAttr
+from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from minimlir.passes._diagnostics import (
@@ -82,7 +83,7 @@ def from_exception(exc: DiagnosticException, op: Operation | None = None) -> Dia
     if isinstance(exc, OpDiagnosticException):
         return make_diagnostic("error", exc.op, exc.message, exc.notes)
     if isinstance(exc, LocatedVerifyException):
-        return make_diagnostic("error", exc.op, exc.message)
+        return make_diagnostic("error", exc.op, exc.message, exc.notes)
     message = str(exc.args[0]) if exc.args else type(exc).__name__
     return make_diagnostic("error", op, message)
 
@@ -90,10 +91,11 @@ def from_exception(exc: DiagnosticException, op: Operation | None = None) -> Dia
 class LocatedVerifyException(VerifyException):
     """A VerifyException with the op that failed (xDSL's own loses it)."""
 
-    def __init__(self, op: Operation, message: str):
+    def __init__(self, op: Operation, message: str, notes: Iterable[tuple[Operation | None, str]] = ()):
         super().__init__(message)
         self.op = op
         self.message = message
+        self.notes = list(notes)
 
 
 def verify_located(op: Operation) -> None:
@@ -108,6 +110,8 @@ def verify_located(op: Operation) -> None:
                 verify_located(child)
             if block.first_op is None:
                 _verify_empty_block(op, block)
+    if op.has_trait(SymbolTable):
+        _verify_unique_symbols(op)
     try:
         op.verify(verify_nested_ops=False)
     except LocatedVerifyException:
@@ -118,6 +122,25 @@ def verify_located(op: Operation) -> None:
         raise LocatedVerifyException(
             op, f"'{op.name}' op verifier failed: {type(e).__name__}: {e}"
         ) from None
+
+
+def _verify_unique_symbols(op: Operation) -> None:
+    """A symbol table defines each name once: the second definition is the error, located, with a note
+    at the first (mlir-opt's wording; xDSL's SymbolTable verifier reports it on the module, unlocated)."""
+    first: dict[str, Operation] = {}
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                name = child.properties.get("sym_name") or child.attributes.get("sym_name")
+                if not isinstance(name, StringAttr):
+                    continue
+                if name.data in first:
+                    raise LocatedVerifyException(
+                        child,
+                        f"redefinition of symbol named '{name.data}'",
+                        [(first[name.data], "see existing symbol definition here")],
+                    )
+                first[name.data] = child
 
 
 def _verify_empty_block(op: Operation, block: Block) -> None:

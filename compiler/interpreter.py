@@ -59,6 +59,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser
 
+from minimlir.compiler.context import make_context
 from minimlir.dialects import graph, loop, mem
 
 BACKENDS = ["interp", "native"]
@@ -118,15 +119,7 @@ def _shape(t: TensorType | MemRefType, dims: Sequence[int]) -> list[int]:
 
 @functools.cache
 def _context() -> Context:
-    from minimlir.tools.mini_opt import our_dialects
-    from xdsl.dialects import get_all_dialects
-
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for d in our_dialects():
-        ctx.register_dialect(d.name, lambda d=d: d)
-    return ctx
+    return make_context()
 
 
 def parse(mlir_text: str) -> ModuleOp:

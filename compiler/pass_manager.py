@@ -578,8 +578,16 @@ def fewer_gc_passes(gen0: int = 100_000) -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+Hook = Callable[[PassStep, ModuleOp], None]
+"""A pass manager hook: called with the pass step and the module (or nested scratch module) it runs on."""
+
+
 class PassManager:
-    """Runs steps on a module: nesting, IR printing, timing, verification, crash capture."""
+    """Runs steps on a module: nesting, IR printing, timing, verification, crash capture.
+
+    `before_pass` / `after_pass`: hooks called around every pass run (after: once the pass ran and,
+    with verify_each, verified), e.g. to read the module before a given pass or to see the IR after
+    each one (`manager.ir_text(target)`)."""
 
     def __init__(
         self,
@@ -589,6 +597,8 @@ class PassManager:
         timer: TimerNode | None = None,
         verify_each: bool = True,
         snapshots: bool = True,
+        before_pass: Sequence[Hook] = (),
+        after_pass: Sequence[Hook] = (),
     ):
         self.steps = steps
         self.ctx = ctx
@@ -596,6 +606,8 @@ class PassManager:
         self.timer = timer
         self.verify_each = verify_each
         self.snapshots = snapshots
+        self.before_pass = list(before_pass)
+        self.after_pass = list(after_pass)
         self._anchors: list[str] = []
 
     def run(self, module: ModuleOp) -> None:
@@ -665,11 +677,12 @@ class PassManager:
         stream = self.ir.stream
         assert stream is not None
         stream.write(f"// -----// IR Dump {when} {step.name} //----- //\n")
-        stream.write(self._ir_text(target))
+        stream.write(self.ir_text(target))
         stream.write("\n\n")
         stream.flush()
 
-    def _ir_text(self, target: ModuleOp) -> str:
+    def ir_text(self, target: ModuleOp) -> str:
+        """The IR a pass ran on as the printing options say (nested: the anchored ops only)."""
         out = StringIO()
         printer = Printer(stream=out, print_generic_format=self.ir.generic, print_debuginfo=self.ir.debuginfo)
         if self._anchors and self._anchors[-1] != "builtin.module":
@@ -683,10 +696,12 @@ class PassManager:
         return out.getvalue()
 
     def _run_pass(self, step: PassStep, target: ModuleOp, timer: TimerNode | None):
+        for hook in self.before_pass:
+            hook(step, target)
         ir = self.ir
         if step.name in ir.print_before:
             self._dump("Before", step, target)
-        before_text = self._ir_text(target) if ir.print_after_change else None
+        before_text = self.ir_text(target) if ir.print_after_change else None
         snapshot = target.clone() if self.snapshots else None
         start = time.perf_counter()
         try:
@@ -713,10 +728,12 @@ class PassManager:
         if ir.wants_after:
             selected = ir.print_after_all or step.name in ir.print_after
             if ir.print_after_change:
-                changed = self._ir_text(target) != before_text
+                changed = self.ir_text(target) != before_text
                 selected = changed and (selected or not (ir.print_after_all or ir.print_after))
             if selected:
                 self._dump("After", step, target)
+        for hook in self.after_pass:
+            hook(step, target)
 
 
 def walk_steps(steps: Sequence[Step]) -> Iterator[PassStep]:

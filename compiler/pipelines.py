@@ -5,6 +5,7 @@ with options and nested anchors (`func.func(cse)`), relative to where the name i
 A name must not clash with a pass name.
 """
 
+import os
 from typing import NamedTuple
 
 
@@ -34,10 +35,90 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph-infer-dims,graph-legalize,graph-simplify-dims,graph-bufferize,mem-to-llvm",
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
+    "compile-whole-module": NamedPipeline(
+        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims",
+        "The part of `compile` that rewrites the whole module: symbolic dims, fusion, legalization, kernel "
+        "fusion (the split lowering runs it in the caller's process).",
+    ),
+    "compile-per-function": NamedPipeline(
+        "loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-to-llvm,"
+        "convert-parallel-to-llvm",
+        "The part of `compile` after compile-whole-module: passes that each rewrite one function at a time "
+        "(the split lowering runs it on chunks of kernels in parallel).",
+    ),
     "compile": NamedPipeline(
-        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims,loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,"
-        "convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm",
+        "compile-whole-module,compile-per-function",
         "The default compile pipeline: fuse, legalize, fuse kernels, default schedule (tiles, vectors, "
         "parallel loops), bufferize, plan, lower to llvm with parallel loops on libgomp.",
     ),
 }
+
+
+def expand(pipeline: str) -> str:
+    """`pipeline` (a pass list or a name) with every named pipeline replaced by its passes, recursively:
+    expand("compile") == "graph-fuse,graph-legalize,loop-fuse,loop-schedule,…". Top-level names only
+    (no options, no nesting), which is how the pipelines above are written."""
+    out = []
+    for part in (p.strip() for p in pipeline.split(",")):
+        out.append(expand(PIPELINES[part].pipeline) if part in PIPELINES else part)
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------- checked mode (passes/to_llvm/_checks.py)
+
+
+def _split_top(text: str) -> list[str]:
+    """`a,b{x=1,y=2},func.func(c,d)` -> its top-level items."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        items.append(cur.strip())
+    return items
+
+
+def checked_pipeline(text: str) -> str:
+    """The checked-mode variant of a pipeline: named pipelines expanded, `mem-check-sites` right after
+    `graph-legalize` (at the start when there is none: mem-level input), and
+    `convert-mem-to-llvm{checks=true}`."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1]
+
+    def expand(t: str, depth: int = 0) -> list[str]:
+        out: list[str] = []
+        for item in _split_top(t):
+            if item in PIPELINES and depth < 16:
+                out.extend(expand(PIPELINES[item].pipeline, depth + 1))
+            else:
+                out.append(item)
+        return out
+
+    items = expand(text)
+    result: list[str] = []
+    for item in items:
+        name = item.split("{", 1)[0].strip()
+        if name == "convert-mem-to-llvm":
+            opts = item[len(name):].strip()
+            inner = opts[1:-1].strip() if opts.startswith("{") else ""
+            inner = " ".join(o for o in inner.split() if not o.startswith("checks="))
+            item = "convert-mem-to-llvm{" + (inner + " " if inner else "") + "checks=true}"
+        result.append(item)
+        if name == "graph-legalize":
+            result.append("mem-check-sites")
+    if "mem-check-sites" not in result:
+        result.insert(0, "mem-check-sites")
+    return ",".join(result)
+
+
+def checks_from_env() -> bool:
+    """MINIMLIR_CHECKS=1 (or true/yes/on) turns checked mode on where it is not given."""
+    return os.environ.get("MINIMLIR_CHECKS", "").strip().lower() in ("1", "true", "yes", "on")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from xdsl.dialects import math
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
@@ -29,6 +30,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from minimlir.dialects._fusion import FusionKind
 from minimlir.dialects.graph import (
     DYNAMIC,
     Shape,
@@ -71,7 +73,7 @@ class GatherElementsOp(IRDLOperation):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, data: SSAValue, indices: SSAValue, axis: int = 0):
@@ -130,7 +132,7 @@ class GatherNDOp(IRDLOperation):
     result = result_def(TensorType)
     batch_dims = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = (
         "$data `,` $indices `batch_dims` $batch_dims attr-dict `:` functional-type(operands, results)")
 
@@ -168,7 +170,7 @@ class CumSumOp(IRDLOperation):
     reverse = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($result)"
 
     def __init__(self, input: SSAValue, axis: int, exclusive: bool = False, reverse: bool = False):
@@ -191,24 +193,28 @@ class CumSumOp(IRDLOperation):
 # elementwise: trigonometric and hyperbolic functions, rounding, bit shifts
 
 
-def _unary(cls_name: str, op_name: str, doc: str):
+def _unary(cls_name: str, op_name: str, doc: str, math_op=None, onnx: str | None = None):
+    """A plain unary graph op: `math_op` lowers each element, `onnx` names the ONNX op it imports
+    from (_UnaryOp.MATH_OP / ONNX). Adding a unary op is this one line plus its tests."""
     cls = type(cls_name, (_UnaryOp,), {"__doc__": doc, "name": op_name, "__module__": __name__,
-                                       "__qualname__": cls_name})
+                                       "__qualname__": cls_name, "MATH_OP": math_op, "ONNX": onnx,
+                                       "__annotations__": {"MATH_OP": ClassVar, "ONNX": ClassVar}})
     return irdl_op_definition(cls)
 
 
-SinOp = _unary("SinOp", "graph.sin", "Elementwise sin(x).")
-CosOp = _unary("CosOp", "graph.cos", "Elementwise cos(x).")
-TanOp = _unary("TanOp", "graph.tan", "Elementwise tan(x).")
-AsinOp = _unary("AsinOp", "graph.asin", "Elementwise asin(x).")
-AcosOp = _unary("AcosOp", "graph.acos", "Elementwise acos(x).")
-AtanOp = _unary("AtanOp", "graph.atan", "Elementwise atan(x).")
-SinhOp = _unary("SinhOp", "graph.sinh", "Elementwise sinh(x).")
-CoshOp = _unary("CoshOp", "graph.cosh", "Elementwise cosh(x).")
-AsinhOp = _unary("AsinhOp", "graph.asinh", "Elementwise asinh(x).")
-AcoshOp = _unary("AcoshOp", "graph.acosh", "Elementwise acosh(x).")
-AtanhOp = _unary("AtanhOp", "graph.atanh", "Elementwise atanh(x).")
-RoundOp = _unary("RoundOp", "graph.round", "Elementwise round to nearest, ties to even (ONNX Round).")
+SinOp = _unary("SinOp", "graph.sin", "Elementwise sin(x).", math.SinOp, "Sin")
+CosOp = _unary("CosOp", "graph.cos", "Elementwise cos(x).", math.CosOp, "Cos")
+TanOp = _unary("TanOp", "graph.tan", "Elementwise tan(x).", math.TanOp, "Tan")
+AsinOp = _unary("AsinOp", "graph.asin", "Elementwise asin(x).", math.AsinOp, "Asin")
+AcosOp = _unary("AcosOp", "graph.acos", "Elementwise acos(x).", math.AcosOp, "Acos")
+AtanOp = _unary("AtanOp", "graph.atan", "Elementwise atan(x).", math.AtanOp, "Atan")
+SinhOp = _unary("SinhOp", "graph.sinh", "Elementwise sinh(x).", math.SinhOp, "Sinh")
+CoshOp = _unary("CoshOp", "graph.cosh", "Elementwise cosh(x).", math.CoshOp, "Cosh")
+AsinhOp = _unary("AsinhOp", "graph.asinh", "Elementwise asinh(x).", math.AsinhOp, "Asinh")
+AcoshOp = _unary("AcoshOp", "graph.acosh", "Elementwise acosh(x).", math.AcoshOp, "Acosh")
+AtanhOp = _unary("AtanhOp", "graph.atanh", "Elementwise atanh(x).", math.AtanhOp, "Atanh")
+RoundOp = _unary("RoundOp", "graph.round", "Elementwise round to nearest, ties to even (ONNX Round).",
+                 math.RoundEvenOp, "Round")
 
 TRIG_OPS = [SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp]
 
@@ -250,7 +256,7 @@ class ArgMinOp(IRDLOperation):
     select_last_index = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, axis: int, keepdims: bool = True, select_last_index: bool = False):

@@ -57,7 +57,9 @@ if getattr(_Element.to_type, "__name__", "") != "_to_type":
 
 # --- vector comparisons and selects -------------------------------------------------------------
 
-_BOOL_LIKE = AnyOf((EqAttrConstraint(i1), ParamAttrConstraint(VectorType, (EqAttrConstraint(i1), AnyAttr(), AnyAttr()))))
+_BOOL_LIKE = AnyOf(
+    (EqAttrConstraint(i1), ParamAttrConstraint(VectorType, (EqAttrConstraint(i1), AnyAttr(), AnyAttr())))
+)
 
 
 def _bool_like(t: Attribute) -> Attribute:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from abc import ABC
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -47,7 +48,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.builtin import I64 as _I64
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -71,6 +72,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 import minimlir.dialects._xdsl_compat  # noqa: F401  (parser fixes for the pinned xDSL)
+from minimlir.dialects._fusion import FusionKind, OpPattern
 
 DYNAMIC = DYNAMIC_INDEX
 """The value of a `?` dim in a shape (xDSL's DYNAMIC_INDEX)."""
@@ -420,7 +422,7 @@ class ParamOp(IRDLOperation):
     param_name = prop_def(StringAttr)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$param_name attr-dict `:` type($result)"
 
     def __init__(self, name: str | StringAttr, type: TensorType):
@@ -450,7 +452,7 @@ class ConstantOp(IRDLOperation):
     )
     result = result_def(_ConstT)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "attr-dict $value"
 
     def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
@@ -475,7 +477,7 @@ class _BinaryOp(IRDLOperation, ABC):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.BROADCAST)
 
     # "numeric" (int or float), "float", or "int" (signless integers, i1 included)
     OPERAND_KIND: ClassVar[str] = "numeric"
@@ -726,10 +728,17 @@ class _UnaryOp(IRDLOperation, ABC):
     input = operand_def(T)
     result = result_def(T)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.ELEMWISE)
     assembly_format = "$input attr-dict `:` type($result)"
 
     ELEMENT_KIND: ClassVar[str] = "float"
+    # What the rest of the compiler needs to know about a plain unary op, declared here so that a
+    # new one is one class (see dialects/_graph_more.py `_unary` and docs/architecture.md):
+    ONNX: ClassVar[str | None] = None
+    """The ONNX op type it imports from, `Op(x) -> y` with no attributes (frontend/_onnx_unary.py)."""
+    MATH_OP: ClassVar[type[IRDLOperation] | None] = None
+    """Its element function as one op of xDSL's math dialect: graph-legalize then lowers it to
+    `y[i] = MATH_OP(x[i])` (passes/graph/legalize/unary.py); None: a legalization of its own."""
 
     def __init__(self, input: SSAValue, properties: dict[str, Attribute] | None = None):
         super().__init__(
@@ -982,7 +991,7 @@ class MatMulOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
@@ -1044,7 +1053,7 @@ class Conv2dOp(IRDLOperation):
     dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     group = prop_def(IntegerAttr[_I64], default_value=_i64(1))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
         "(`dilations` $dilations^)? (`group` $group^)? attr-dict `:` functional-type(operands, results)"
@@ -1126,7 +1135,7 @@ class _Pool2dOp(IRDLOperation, ABC):
     ceil_mode = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
         "attr-dict `:` type($input) `->` type($result)"
@@ -1212,7 +1221,7 @@ class _GlobalPoolOp(IRDLOperation, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     @staticmethod
@@ -1261,7 +1270,7 @@ class _SoftmaxBase(IRDLOperation, ABC):
     result = result_def(T)
     axis = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($result)"
 
     def __init__(self, input: SSAValue, axis: int = -1):
@@ -1305,7 +1314,7 @@ class LayerNormOp(IRDLOperation):
     axis = prop_def(IntegerAttr[_I64])
     epsilon = prop_def(FloatAttr[Float64Type])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = (
         "$input `,` $scale (`,` $bias^)? `axis` $axis `epsilon` $epsilon attr-dict "
         "`:` functional-type(operands, results)"
@@ -1354,7 +1363,7 @@ class BatchNormOp(IRDLOperation):
 
     epsilon = prop_def(FloatAttr[Float64Type])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.BROADCAST)
     assembly_format = (
         "$input `,` $scale `,` $bias `,` $mean `,` $var `epsilon` $epsilon attr-dict "
         "`:` functional-type(operands, results)"
@@ -1401,7 +1410,7 @@ class LRNOp(IRDLOperation):
     beta = prop_def(FloatAttr[Float64Type])
     bias = prop_def(FloatAttr[Float64Type])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = (
         "$input `size` $size `alpha` $alpha `beta` $beta `bias` $bias attr-dict `:` type($result)"
     )
@@ -1441,7 +1450,7 @@ class _ReduceOp(IRDLOperation, ABC):
     keepdims = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(True))
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input `axes` $axes attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, axes: Sequence[int], keepdims: bool = True):
@@ -1508,7 +1517,7 @@ class ArgMaxOp(IRDLOperation):
     select_last_index = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.COMM_REDUCE)
     assembly_format = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, axis: int, keepdims: bool = True,
@@ -1551,7 +1560,7 @@ class ReshapeOp(IRDLOperation):
     dims = var_operand_def(IndexType())
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = (
         "$input (`dims` `(` $dims^ `)`)? attr-dict `:` type($input) `->` type($result)"
     )
@@ -1590,7 +1599,7 @@ class TransposeOp(IRDLOperation):
     result = result_def(TensorType)
     perm = prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = "$input `perm` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, perm: Sequence[int]):
@@ -1645,7 +1654,7 @@ class ConcatOp(IRDLOperation):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = "$inputs `axis` $axis attr-dict `:` functional-type($inputs, $result)"
 
     def __init__(self, inputs: Sequence[SSAValue], axis: int):
@@ -1671,6 +1680,15 @@ class ConcatOp(IRDLOperation):
                     f"input {k} has rank {len(s)}, input 0 has rank {len(shapes[0])}"
                 )
         _check_result_shape(_concat_shape(shapes, self.axis.value.data), self.result)
+
+
+@dataclass(frozen=True)
+class _SliceFusion(FusionKind):
+    """Injective; opaque with run-time `bounds`: its kernel reads them from a graph.from_dims buffer
+    built at the graph level, which a fused kernel (loop-fuse) cannot hold."""
+
+    def of(self, op: Operation) -> OpPattern:
+        return OpPattern.OPAQUE if op.bounds else self.pattern
 
 
 @irdl_op_definition
@@ -1704,7 +1722,7 @@ class SliceOp(IRDLOperation):
     dyn_starts = opt_prop_def(DenseArrayBase.constr(i64))
     dyn_ends = opt_prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), _SliceFusion(OpPattern.INJECTIVE))
     assembly_format = (
         "$input `starts` $starts `ends` $ends `steps` $steps (`dyn_starts` $dyn_starts^)? "
         "(`dyn_ends` $dyn_ends^)? (`bounds` `(` $bounds^ `)`)? attr-dict "
@@ -1817,7 +1835,7 @@ class SplitOp(IRDLOperation):
     axis = prop_def(IntegerAttr[_I64])
     sizes = prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = (
         "$input `axis` $axis `sizes` $sizes attr-dict `:` type($input) `->` type($outputs)"
     )
@@ -1870,7 +1888,7 @@ class GatherOp(IRDLOperation):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr[_I64])
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, data: SSAValue, indices: SSAValue, axis: int = 0):
@@ -1903,7 +1921,7 @@ class WhereOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.BROADCAST)
     assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     @staticmethod
@@ -1936,7 +1954,7 @@ class CastOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.ELEMWISE)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, element_type: Attribute):
@@ -1964,7 +1982,7 @@ class PadOp(IRDLOperation):
     mode = prop_def(StringAttr, default_value=StringAttr("constant"))
     value = prop_def(FloatAttr[Float64Type], default_value=_f64(0.0))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = (
         "$input `pads` $pads (`mode` $mode^)? (`value` $value^)? attr-dict "
         "`:` type($input) `->` type($result)"
@@ -2020,7 +2038,7 @@ class BroadcastToOp(IRDLOperation):
     dims = var_operand_def(IndexType())
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.BROADCAST)
     assembly_format = (
         "$input (`dims` `(` $dims^ `)`)? attr-dict `:` type($input) `->` type($result)"
     )
@@ -2049,7 +2067,7 @@ class TileOp(IRDLOperation):
     result = result_def(TensorType)
     repeats = prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = "$input `repeats` $repeats attr-dict `:` type($input) `->` type($result)"
 
     @staticmethod
@@ -2087,7 +2105,7 @@ class TriluOp(IRDLOperation):
     k = prop_def(IntegerAttr[_I64], default_value=_i64(0))
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.INJECTIVE)
     assembly_format = "$input (`k` $k^)? attr-dict `:` type($result)"
 
     def __init__(self, input: SSAValue, upper: bool = True, k: int = 0):
@@ -2113,7 +2131,7 @@ class RangeOp(IRDLOperation):
     delta = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$start `,` $limit `,` $delta attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, start: SSAValue, limit: SSAValue, delta: SSAValue,
@@ -2144,7 +2162,7 @@ class DimOp(IRDLOperation):
     index = prop_def(IntegerAttr[_I64])
     result = result_def(IndexType())
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$input `,` $index attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue, index: int):
@@ -2165,7 +2183,7 @@ class ShapeOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue):
@@ -2187,7 +2205,7 @@ class FromDimsOp(IRDLOperation):
     dims = var_operand_def(IndexType())
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "`(` $dims `)` attr-dict `:` type($result)"
 
     def __init__(self, dims: Sequence[SSAValue]):
@@ -2212,7 +2230,7 @@ class ExtractOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def()
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue):
@@ -2245,6 +2263,7 @@ class CallKernelOp(IRDLOperation):
     callee = prop_def(SymbolRefAttr)
     outputs = var_result_def(TensorType)
 
+    traits = traits_def(FusionKind.OPAQUE)  # a kernel call is never fused again
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$callee `(` $args `)` (`dims` `(` $dims^ `)`)? attr-dict `:` functional-type($args, $outputs)"
@@ -2265,7 +2284,7 @@ class CallKernelOp(IRDLOperation):
         _check_num_dims(self.dims, [r.type for r in self.outputs])
 
 
-from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers above)
+from minimlir.dialects._graph_more import (  # noqa: E402, F401  (they use the helpers above; re-exported)
     MORE_OPS,
     AcoshOp,
     AcosOp,

@@ -646,7 +646,8 @@ def convert_op_ext(op: Operation, builder: ir.IRBuilder, val_map, block_map=None
         res_t = convert_type(op.results[0].type)
         if pred in ("_false", "_true"):
             val_map[op.results[0]] = ir.Constant(
-                res_t, int(pred == "_true") if not isinstance(res_t, ir.VectorType) else [int(pred == "_true")] * res_t.count
+                res_t,
+                int(pred == "_true") if not isinstance(res_t, ir.VectorType) else [int(pred == "_true")] * res_t.count,
             )
         else:
             instr = ir.instructions.FCMPInstr(builder.block, pred, args[0], args[1], flags=_flags(op))

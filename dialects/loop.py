@@ -437,6 +437,52 @@ def blocks_of(root: Operation) -> list[BlockOp]:
     return [op for op in root.walk() if isinstance(op, BlockOp)]
 
 
+# What legalization knew about a compute block, stamped on it as attributes so passes match them
+# instead of block names or argument counts:
+#     loop.block "conv2d" (...) [...] {...} {kind = "conv2d", groups = 32 : i64, depthwise,
+#                                            strides = [1 : i64, 1 : i64], dilations = [...]}
+KIND_ATTR = "kind"
+STAMP_PARAMS = ("batch", "groups", "depthwise", "strides", "dilations")
+
+
+def stamp_kind(blk: BlockOp, kind: str, **params: int | bool | Sequence[int]) -> BlockOp:
+    """Record on `blk` that it computes `kind` with `params` (ints, int lists; True is a unit attr)."""
+    assert set(params) <= set(STAMP_PARAMS), f"declare new stamp parameters in STAMP_PARAMS: {params}"
+    blk.attributes[KIND_ATTR] = StringAttr(kind)
+    for key, v in params.items():
+        if v is True:
+            blk.attributes[key] = UnitAttr()
+        elif isinstance(v, bool):
+            continue
+        elif isinstance(v, int):
+            blk.attributes[key] = IntegerAttr(v, 64)
+        else:
+            blk.attributes[key] = ArrayAttr([IntegerAttr(int(x), 64) for x in v])
+    return blk
+
+
+def unstamp(blk: BlockOp) -> None:
+    """Remove what stamp_kind recorded (it is derived from the block's structure)."""
+    for key in (KIND_ATTR, *STAMP_PARAMS):
+        blk.attributes.pop(key, None)
+
+
+def block_kind(blk: BlockOp) -> str | None:
+    """The kind legalization stamped on `blk` (stamp_kind), else None."""
+    a = blk.attributes.get(KIND_ATTR)
+    return a.data if isinstance(a, StringAttr) else None
+
+
+def blocks_of_kind(root: Operation, kind: str) -> list[BlockOp]:
+    """The blocks under `root` stamped `kind`, in program order."""
+    return [b for b in blocks_of(root) if block_kind(b) == kind]
+
+
+def int_param(blk: BlockOp, key: str, default: int) -> int:
+    a = blk.attributes.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else default
+
+
 def loops_of(kernel: Operation) -> list[ForOp]:
     """Every loop.for under `kernel`, in program (pre-)order: outer loops before inner ones."""
     return [op for op in kernel.walk() if isinstance(op, ForOp)]

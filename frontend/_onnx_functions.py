@@ -46,7 +46,9 @@ def _default_opset(model: onnx.ModelProto) -> int:
     return 0
 
 
-def function_body(node: NodeProto, opset: int, input_types: list[onnx.TypeProto | None]) -> tuple[FunctionProto, int] | None:
+def function_body(
+    node: NodeProto, opset: int, input_types: list[onnx.TypeProto | None]
+) -> tuple[FunctionProto, int] | None:
     """(the FunctionProto of `node`'s op at `opset`, the ai.onnx opset its body is written for),
     or None when the schema defines no function (or needs input types that are unknown)."""
     if node.domain not in ("", "ai.onnx"):

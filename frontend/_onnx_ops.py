@@ -243,8 +243,9 @@ def _binary_values(cx: Importer, op_type: str, a: Value, b: Value) -> Value | SS
          "LessOrEqual", check=_check_legacy_broadcast)
 def emit_binary(n: NodeView) -> list:
     """Add Sub Mul Div Pow And Or Equal Greater Less GreaterOrEqual LessOrEqual ->
-    graph.add/sub/mul/div/pow/and/or/eq/gt/lt/ge/le (NumPy broadcasting). Pow with an exponent of another type casts the exponent to the base's
-    type (graph.cast). Integer shape arithmetic on symbolic shapes is folded into index ops."""
+    graph.add/sub/mul/div/pow/and/or/eq/gt/lt/ge/le (NumPy broadcasting). Pow with an exponent of
+    another type casts the exponent to the base's type (graph.cast). Integer shape arithmetic on
+    symbolic shapes is folded into index ops."""
     return [_binary_values(n.cx, n.op_type, n.input(0), n.input(1))]
 
 
@@ -846,7 +847,8 @@ def emit_slice(n: NodeView) -> list:
         sl = tuple(slice(s, _py_end(e, st), st) for s, e, st in zip(full_s, full_e, full_st))
         return [cx.from_const(x.const[sl].copy())]
     xv = cx.ssa(x)
-    if static and full_s == [0] * x.rank and full_st == [1] * x.rank and full_e == [d if d != DYNAMIC else INT64_MAX for d in x.shape]:
+    whole = [d if d != DYNAMIC else INT64_MAX for d in x.shape]
+    if static and full_s == [0] * x.rank and full_st == [1] * x.rank and full_e == whole:
         return [xv]
     dyn_s = [(i, v) for i, v in enumerate(full_s) if not isinstance(v, int)]
     dyn_e = [(i, v) for i, v in enumerate(full_e) if not isinstance(v, int)]
@@ -1450,3 +1452,4 @@ def emit_argmax(n: NodeView) -> list:
 
 # More emitters (operator coverage) live in their own module and register themselves here.
 from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
+from minimlir.frontend import _onnx_unary  # noqa: E402,F401  (the unary ops that declare ONNX =)

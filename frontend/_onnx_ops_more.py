@@ -140,23 +140,7 @@ def emit_size(n: NodeView) -> list:
 # elementwise: trigonometric and hyperbolic functions, rounding, bitwise ops
 
 
-def _float_unary(op_cls):
-    def emit(n: NodeView) -> list:
-        x = _ssa(n, 0)
-        if not _is_float(x):
-            raise Unsupported(f"{n.op_type} of {_elem(x)}")
-        return [n.cx.emit1(op_cls(x))]
-
-    emit.__doc__ = f"-> {op_cls.name} x"
-    return emit
-
-
-for _t, _cls in {
-    "Sin": graph.SinOp, "Cos": graph.CosOp, "Tan": graph.TanOp, "Asin": graph.AsinOp,
-    "Acos": graph.AcosOp, "Atan": graph.AtanOp, "Sinh": graph.SinhOp, "Cosh": graph.CoshOp,
-    "Asinh": graph.AsinhOp, "Acosh": graph.AcoshOp, "Atanh": graph.AtanhOp, "Round": graph.RoundOp,
-}.items():
-    onnx_op(_t)(_float_unary(_cls))
+# Sin … Atanh and Round import from what they declare (ONNX = …: frontend/_onnx_unary.py)
 
 
 @onnx_op("Xor")

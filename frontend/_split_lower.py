@@ -38,11 +38,18 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-PREFIX = "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims"
-"""The whole-module part of the `compile` pipeline, run in the caller's process."""
-SUFFIX = ("loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,"
-          "convert-to-llvm,convert-parallel-to-llvm")
-"""The per-function part, run on each chunk. PREFIX + SUFFIX is the `compile` pipeline (checked)."""
+from minimlir.compiler import driver
+from minimlir.compiler.errors import CompileError, error_text
+from minimlir.compiler.pass_manager import fewer_gc_passes
+from minimlir.compiler.pipelines import PIPELINES, expand
+from minimlir.backend import jit
+from minimlir.backend.parallel import cpu_count
+
+
+PREFIX = "compile-whole-module"
+"""The whole-module part of the `compile` pipeline (a named pipeline), run in the caller's process."""
+SUFFIX = "compile-per-function"
+"""The per-function part (a named pipeline), run on each chunk. `compile` is PREFIX,SUFFIX (checked)."""
 MIN_KERNELS = 24
 """Modules with fewer kernels lower in one process (a worker costs a fork and a pass-manager setup)."""
 KERNEL_ATTR = "loop.kernel"
@@ -68,20 +75,16 @@ def jobs() -> int:
     env = os.environ.get("MINIMLIR_COMPILE_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    from minimlir.backend.parallel import cpu_count
 
     return max(1, min(cpu_count(), 8))
 
 
 def applies(pipeline: str) -> bool:
     """Whether `pipeline` (a name or pass list) is the `compile` pipeline this module splits."""
-    from minimlir.compiler.pipelines import PIPELINES
-
     text = pipeline.strip()
-    full = PIPELINES["compile"].pipeline if "compile" in PIPELINES else None
-    if full is None or full != f"{PREFIX},{SUFFIX}":
+    if "compile" not in PIPELINES or PIPELINES["compile"].pipeline != f"{PREFIX},{SUFFIX}":
         return False
-    return text in ("compile", full)
+    return text == "compile" or expand(text) == expand("compile")
 
 
 def _kernels(module: ModuleOp) -> list[func.FuncOp]:
@@ -138,38 +141,22 @@ _STATE: dict[str, Any] = {}
 def _work(index: int, kernels: list[str] | None) -> tuple:
     """In a worker: lower one chunk to LLVM IR text. Returns ("ok", index, ir, sigs, metadata,
     remarks, seconds) or ("error", index, message)."""
-    from minimlir.backend import jit
-    from minimlir.frontend import api
-
     st = _STATE
     try:
         chunk = build_chunk(st["module"], kernels)
-        found: dict[str, Any] = {}
-        before = {}
-        if kernels is None and st.get("entry") is not None:
-            from minimlir.backend.runtime import collect_metadata
-
-            def take(m: ModuleOp) -> None:
-                found["metadata"] = collect_metadata(m, st["entry"])
-
-            before["convert-mem-to-llvm"] = take
-        lowered = api.lower(chunk, SUFFIX, ctx=api.make_context(), name=st["name"],
-                            source_text=st["source_text"], before=before)
+        want = {"metadata_entry": st["entry"]} if kernels is None and st.get("entry") is not None else {}
+        lowered = driver.lower(chunk, SUFFIX, name=st["name"], source_text=st["source_text"], **want)
         t = time.perf_counter()
         sigs = jit.signatures(chunk)
         ir = jit.to_llvm_ir(chunk, copy=False)
         seconds = dict(lowered.pass_seconds)
         seconds["translate-to-llvm-ir"] = time.perf_counter() - t
-        return ("ok", index, ir, sigs, found.get("metadata"), lowered.remarks, seconds)
-    except api.CompileError as e:
-        return ("error", index, str(e))
-    except jit.CompileError as e:
-        return ("error", index, f"error: {e}")
+        return ("ok", index, ir, sigs, lowered.metadata, lowered.remarks, seconds)
+    except CompileError as e:  # the driver's (located) and the JIT's (`invalid LLVM IR: …`) alike
+        return ("error", index, error_text(e))
 
 
 def _task(index: int, kernels: list[str] | None) -> tuple:
-    from minimlir.compiler.pass_manager import fewer_gc_passes
-
     with fewer_gc_passes():  # the translation to LLVM IR too
         return _work(index, kernels)  # looked up in the worker (what the pool pickles is this name)
 
@@ -177,13 +164,11 @@ def _task(index: int, kernels: list[str] | None) -> tuple:
 def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: str | None,
                 workers: int | None = None) -> SplitResult:
     """Run SUFFIX on `module` (already through PREFIX, left unchanged) with its chunks in `workers`
-    forked processes; see the module docstring. Raises `api.CompileError` for a module that does not
+    forked processes; see the module docstring. Raises `CompileError` for a module that does not
     lower, `SplitUnavailable` when the sequential pipeline should run instead."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-
-    from minimlir.frontend import api
 
     workers = workers or jobs()
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
@@ -215,7 +200,7 @@ def lower_split(module: ModuleOp, *, entry: str | None, name: str, source_text: 
         _STATE.clear()
     errors = [r[2] for r in results if r is not None and r[0] == "error"]
     if errors:
-        raise api.CompileError(errors[0])
+        raise CompileError(errors[0])
     parts, sigs, remarks = [], {}, []
     metadata = None
     for r in results:
@@ -243,8 +228,6 @@ def merge_llvm_ir(parts: list[str]) -> str:
     do): the first header, every definition, each global and declaration once, no declaration of a
     function some part defines. Raises SplitUnavailable for what it cannot merge safely (metadata,
     attribute groups, two different definitions of one global or function)."""
-    from minimlir.backend import jit
-
     header: list[str] = []
     globals_: dict[str, str] = {}
     declares: dict[str, str] = {}

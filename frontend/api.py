@@ -52,7 +52,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -70,13 +70,34 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from minimlir.compiler import driver as _driver
+from minimlir.compiler.cache_key import cache_key
+from minimlir.compiler.context import make_context
+from minimlir.compiler.discovery import pass_registry  # noqa: F401 (re-exported)
+from minimlir.compiler.driver import LowerResult
+from minimlir.compiler.errors import CompileError, InputError
+from minimlir.compiler.parsing import _first_line, parse_module
+from minimlir.compiler.pipelines import checked_pipeline, checks_from_env
 from minimlir.frontend.onnx_import import (  # re-exported: the errors users catch
     OnnxImportError,
     UnsupportedModelError,
     numpy_dtype_of,
 )
+from minimlir.backend import cache as _cache
+from minimlir.backend import parallel
+from minimlir.backend import runtime
+from minimlir.compiler.metadata import collect_metadata
+from minimlir.compiler.params import ParamsFormatError
+from minimlir.compiler.params import load_params
+from minimlir.compiler.params import save_params
+from minimlir.compiler.pipelines import PIPELINES
+from minimlir.dialects import graph
+from minimlir.dialects import llvm_ext as _llvm_ext
+from minimlir.frontend import _split_lower as sl
+from minimlir.frontend.onnx_import import import_onnx
+from minimlir.passes._diagnostics import format_location
+
 
 __all__ = [
     "CompileError",
@@ -96,17 +117,7 @@ DEFAULT_PIPELINE = "graph-to-llvm"
 def default_pipeline() -> str:
     """The named pipeline `compile` runs: `compile` (fuse, legalize, fuse kernels, schedule, bufferize, plan,
     llvm with parallel loops) when it is registered, else `graph-to-llvm`."""
-    from minimlir.compiler.pipelines import PIPELINES
-
     return "compile" if "compile" in PIPELINES else DEFAULT_PIPELINE
-
-
-class CompileError(Exception):
-    """The IR does not parse, verify or lower: `str(e)` is `file:line:col: error: ...` (one or more lines)."""
-
-
-class InputError(ValueError):
-    """An argument does not match the compiled signature (the message names the input)."""
 
 
 @dataclass(frozen=True)
@@ -130,51 +141,9 @@ class TensorSpec:
 # Context, parsing and loading
 
 
-def make_context() -> Context:
-    """A context with xDSL's dialects (lazily) and ours."""
-    from xdsl.universe import Universe
-
-    from minimlir.tools.mini_opt import our_dialects
-
-    from minimlir.dialects import llvm_ext as _llvm_ext  # noqa: F401 (adds the llvm ops xDSL lacks to its dialect)
-
-    ctx = Context()
-    for name, factory in Universe.get_multiverse().all_dialects.items():
-        ctx.register_dialect(name, factory)
-    for dialect in our_dialects():
-        if dialect.name in ctx.registered_dialect_names:
-            continue
-        ctx.register_dialect(dialect.name, lambda d=dialect: d)
-    return ctx
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e.args[0]) if e.args else str(e)
-    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
-
-
 def parse_mlir(text: str, name: str = "<string>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify `.mlir` text; errors raise CompileError(`name:line:col: error: msg`)."""
-    from minimlir.compiler.diagnostics import from_exception, render, verify_located
-    from minimlir.tools.mini_opt import LocatingParser
-
-    ctx = ctx or make_context()
-    parser = LocatingParser(ctx, text, name)
-    try:
-        module = parser.parse_module()
-    except ParseError as e:
-        line, col = parser.line_col(e.span.start)
-        raise CompileError(f"{name}:{line}:{col}: error: {e.msg}") from None
-    except Exception as e:  # attribute verifiers run while parsing, parse hooks on odd input
-        line, col = parser.line_col(parser.current_offset())
-        raise CompileError(f"{name}:{line}:{col}: error: {_first_line(e)}") from None
-    try:
-        verify_located(module)
-    except DiagnosticException as e:
-        from minimlir.compiler.diagnostics import SourceFile
-
-        raise CompileError(render(from_exception(e), SourceFile(name, text)).rstrip()) from None
-    return module
+    return parse_module(text, name, ctx)
 
 
 def _looks_like_mlir_text(s: str) -> bool:
@@ -196,8 +165,6 @@ def load(model: Any, *, params: Mapping[str, np.ndarray] | str | os.PathLike[str
          ctx: Context | None = None) -> Loaded:
     """Load `model` (ONNX path / ModelProto, `.mlir` path / text) as a module plus params."""
     import onnx
-
-    from minimlir.frontend.onnx_import import import_onnx
 
     if isinstance(model, onnx.ModelProto):
         module, weights = import_onnx(model)
@@ -236,8 +203,6 @@ def _is_protobuf(path: Path) -> bool:
 
 
 def _load_params(params, base: Path | None, module: ModuleOp | None) -> dict[str, np.ndarray]:
-    from minimlir.compiler.params import load_params
-
     if isinstance(params, Mapping):
         return {k: np.asarray(v) for k, v in params.items()}
     if params is not None:
@@ -354,8 +319,6 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def _param_types(module: ModuleOp) -> dict[str, tuple[np.dtype, tuple[int, ...], Operation]]:
-    from minimlir.dialects import graph
-
     found: dict[str, tuple[np.dtype, tuple[int, ...], Operation]] = {}
     for op in module.walk():
         if isinstance(op, graph.ParamOp):
@@ -366,8 +329,6 @@ def _param_types(module: ModuleOp) -> dict[str, tuple[np.dtype, tuple[int, ...],
 
 def check_params(module: ModuleOp, params: Mapping[str, np.ndarray], name: str) -> None:
     """Every graph.param has a value of its type (before compiling, so the error names the weight)."""
-    from minimlir.passes._diagnostics import format_location
-
     for pname, (dtype, shape, op) in _param_types(module).items():
         where = format_location(op.location)
         where = name if where == "loc(unknown)" else where
@@ -385,24 +346,6 @@ def check_params(module: ModuleOp, params: Mapping[str, np.ndarray], name: str) 
 # Lowering
 
 
-@dataclass
-class LowerResult:
-    module: ModuleOp
-    remarks: list[str] = field(default_factory=list)
-    pass_seconds: dict[str, float] = field(default_factory=dict)
-
-
-def pass_registry() -> dict[str, Callable[[], type]]:
-    from xdsl.universe import Universe
-
-    from minimlir.tools.mini_opt import our_passes
-
-    passes: dict[str, Callable[[], type]] = dict(Universe.get_multiverse().all_passes)
-    for name, cls in our_passes().items():
-        passes[name] = lambda c=cls: c
-    return passes
-
-
 def lower(
     module: ModuleOp,
     pipeline: str = DEFAULT_PIPELINE,
@@ -412,91 +355,13 @@ def lower(
     on_ir: Callable[[str, str], None] | None = None,
     source_text: str | None = None,
     before: Mapping[str, Callable[[ModuleOp], None]] | None = None,
+    metadata_entry: Any = _driver._UNSET,
 ) -> LowerResult:
-    """Run `pipeline` on `module` in place. `on_ir(pass_name, ir_text)` sees the IR after each pass;
-    `before[pass_name](module)` is called once, right before the first top-level run of that pass.
-
-    Remarks and warnings are collected (rendered `loc: remark: msg`), not printed. A failing pass raises
-    CompileError with the located error; a crashing pass too (naming the pass).
-    """
-    from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
-    from minimlir.compiler.diagnostics import SourceFile, from_exception, render
-    from minimlir.compiler.pass_manager import (
-        IROptions,
-        PassCrash,
-        PassFailure,
-        PassManager,
-        PipelineBuilder,
-        PipelineError,
-        TimerNode,
-        parse_pipeline,
-    )
-    from minimlir.tools.mini_opt import named_pipelines
-
-    ctx = ctx or make_context()
-    source = SourceFile(name, source_text) if source_text is not None else None
-    try:
-        text = pipeline.strip()
-        anchored = text.startswith("builtin.module(")
-        steps = PipelineBuilder(pass_registry(), named_pipelines(), ctx).build(parse_pipeline(text, anchored))
-    except PipelineError as e:
-        e.hint = ""  # not the list of every xDSL pass
-        raise CompileError(e.render().rstrip()) from None
-
-    pending = dict(before or {})
-
-    from minimlir.backend.runtime import compile_stats
-
-    class _Manager(PassManager):
-        def _run_pass(self, step, target, timer):
-            compile_stats().passes_run += 1
-            if target is module and step.name in pending:
-                pending.pop(step.name)(module)
-            super()._run_pass(step, target, timer)
-
-        def _dump(self, when, step, target):  # called after each pass when print_after_all is on
-            if on_ir is not None:
-                on_ir(step.name, self._ir_text(target))
-
-    result = LowerResult(module)
-    timer = TimerNode("root")
-    # Verifying after every pass costs about half the lowering time on a real model: verify once at
-    # the end unless MINIMLIR_VERIFY_EACH=1 (mini-opt always verifies each pass, for pass authors).
-    verify_each = os.environ.get("MINIMLIR_VERIFY_EACH") == "1"
-    manager = _Manager(steps, ctx, IROptions(print_after_all=on_ir is not None), timer,
-                       verify_each=verify_each, snapshots=False)
-
-    def collect(diag: Diagnostic) -> None:
-        result.remarks.append(render(diag, source).rstrip())
-
-    try:
-        with diagnostic_handler(collect):
-            manager.run(module)
-    except PassFailure as f:
-        note = f"\nnote: the IR after pass '{f.step.name}' does not verify" if f.after_verify else ""
-        raise CompileError(render(from_exception(f.error), source).rstrip() + note) from None
-    except PassCrash as c:
-        raise CompileError(f"error: {c} (set MINIMLIR_TRACEBACK=1 and use mini-opt to reproduce)") from c.error
-    if not verify_each:
-        from minimlir.compiler.diagnostics import verify_located
-
-        start = time.perf_counter()
-        try:
-            verify_located(module)
-        except DiagnosticException as e:
-            raise CompileError(
-                render(from_exception(e), source).rstrip()
-                + "\nnote: the IR after the pipeline does not verify (MINIMLIR_VERIFY_EACH=1 finds the pass)"
-            ) from None
-        timer.child("Verifier").seconds += time.perf_counter() - start
-
-    def walk(node, prefix=""):
-        for child in node.children.values():
-            result.pass_seconds[child.name] = result.pass_seconds.get(child.name, 0.0) + child.seconds
-            walk(child)
-
-    walk(timer)
-    return result
+    """Run `pipeline` on `module` in place (minimlir.compiler.driver.lower). `before[pass_name](module)`
+    is called once, right before the first top-level run of that pass (driver.run_once_before)."""
+    hooks = [_driver.run_once_before(p, fn, module) for p, fn in (before or {}).items()]
+    return _driver.lower(module, pipeline, ctx=ctx, name=name, on_ir=on_ir, source_text=source_text,
+                         before_pass=hooks, metadata_entry=metadata_entry)
 
 
 def ir_text(module: Operation) -> str:
@@ -523,20 +388,12 @@ def _call_with_supported(fn: Callable, *args, **kwargs):
 def jit(module: ModuleOp, metadata: Mapping[str, Any], *, params: Mapping[str, np.ndarray],
         num_threads: int | None, cache: bool):
     """The runtime's CompiledProgram for an llvm-dialect module and its mem-level metadata."""
-    from minimlir.backend import runtime
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     _llvm_ext.install_llvmlite_hooks()
     engine = runtime.jit_module(module, cache=cache)
     program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(params),
                                    num_threads=num_threads)
     if num_threads is not None:
-        try:
-            from minimlir.backend import parallel
-        except ImportError:
-            parallel = None
-        if parallel is not None:
-            parallel.set_num_threads(num_threads)  # process-wide, as OMP_NUM_THREADS
+        parallel.set_num_threads(num_threads)  # process-wide, as OMP_NUM_THREADS
     return program
 
 
@@ -645,7 +502,8 @@ class CompiledModel:
                 seen = named_dims.setdefault(dim_name, (got, spec.name))
                 if seen[0] != got:
                     raise InputError(
-                        f"input '{spec.name}': dim {i} ('{dim_name}') is {got}, but '{seen[1]}' has {dim_name}={seen[0]}"
+                        f"input '{spec.name}': dim {i} ('{dim_name}') is {got}, "
+                        f"but '{seen[1]}' has {dim_name}={seen[0]}"
                     )
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
@@ -720,10 +578,8 @@ def compile(  # noqa: A001 (the one obvious name)
         return compile_profiled(model, entry=entry, num_threads=num_threads, dump_ir=dump_ir, cache=cache,
                                 pipeline=pipeline, params=params, print_ir=print_ir)
     t0 = time.perf_counter()
-    from minimlir.passes.to_llvm import _checks
-
-    if checks if checks is not None else _checks.checks_from_env():  # its own pipeline text: own cache key
-        pipeline = _checks.checked_pipeline(pipeline if pipeline is not None else default_pipeline())
+    if checks if checks is not None else checks_from_env():  # its own pipeline text: own cache key
+        pipeline = checked_pipeline(pipeline if pipeline is not None else default_pipeline())
     want_ir = dump_ir is not None or print_ir is not None
     pipeline_text = pipeline if pipeline is not None else default_pipeline()
     hook = None
@@ -770,13 +626,7 @@ def compile(  # noqa: A001 (the one obvious name)
     if want_ir:
         on_ir("input", ir_text(module))
 
-    from minimlir.backend.runtime import collect_metadata
-
     found: dict[str, Any] = {}
-
-    def take_metadata(m: ModuleOp) -> None:  # the mem-level signature, before it is expanded to pointers
-        found["metadata"] = collect_metadata(m, entry)
-
     remarks: list[str] = []
     timings: dict[str, float] = {"import": t_load - t0}
     split, rest = None, pipeline if pipeline is not None else default_pipeline()
@@ -788,12 +638,14 @@ def compile(  # noqa: A001 (the one obvious name)
         timings.update(split.pass_seconds)
     elif pipeline is not None or not is_llvm_level(module):
         if not graph_level(module):
-            take_metadata(module)  # mem-level input: its signature is already the runtime's
+            found["metadata"] = collect_metadata(module, entry)  # mem-level input: already the runtime's view
         lowered = lower(
             module, rest, ctx=ctx, name=loaded.name,
-            on_ir=on_ir if want_ir else None, source_text=loaded.text,
-            before={"convert-mem-to-llvm": take_metadata, **({"loop-schedule": hook} if hook else {})},
+            on_ir=on_ir if want_ir else None, source_text=loaded.text, metadata_entry=entry,
+            before={"loop-schedule": hook} if hook else None,
         )
+        if lowered.metadata is not None:
+            found["metadata"] = lowered.metadata
         remarks = remarks + lowered.remarks
         for k, v in lowered.pass_seconds.items():
             timings[k] = timings.get(k, 0.0) + v
@@ -831,8 +683,6 @@ def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Contex
     (the SplitResult, None) or, when `module` is to be lowered in this process after all, (None,
     the pipeline still to run on it: the whole default one, or its per-function part when the
     graph-level prefix has run already)."""
-    from minimlir.frontend import _split_lower as sl
-
     if sl.jobs() < 2 or not sl.applies(default_pipeline()):
         return None, default_pipeline()
     pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
@@ -918,19 +768,14 @@ def _model_identity(model: Any) -> list[str] | None:
 
 
 def api_cache_key(identity: Sequence[str], pipeline: str, entry: str | None, opt_level: int = 3) -> str:
-    """The key of a `compile` cache entry (see the module docstring)."""
-    from minimlir.backend import cache as _cache
-    from minimlir.backend.runtime import _versions, source_fingerprint
-
-    return _cache.digest(("minimlir-api", str(API_CACHE_VERSION), *identity, pipeline, entry or "",
-                          *_versions(), source_fingerprint(), source_fingerprint(("minimlir.frontend",)),
-                          *_cache.host_parts(), str(opt_level)))
+    """The key of a `compile` cache entry (minimlir.compiler.cache_key; see the module docstring)."""
+    return cache_key("minimlir-api", (str(API_CACHE_VERSION), *identity, pipeline, entry or ""),
+                     host=_cache.host_parts(), opt_level=opt_level)
 
 
 def _cache_slot(model: Any, cache: Any, pipeline: str, entry: str | None) -> _Slot | None:
     if cache is False or cache is None:
         return None
-    from minimlir.backend import cache as _cache
 
     identity = _model_identity(model)
     if identity is None:
@@ -958,8 +803,6 @@ def _spec_from_json(items: list[dict] | None) -> list[TensorSpec] | None:
 
 def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -> dict[str, np.ndarray] | None:
     """The weights of a cache hit, or None when they cannot be had (then recompile)."""
-    from minimlir.compiler.params import ParamsFormatError, load_params
-
     kind = meta.get("params")
     if kind == "stored":  # ONNX: the importer's weights, stored beside the entry
         try:
@@ -986,9 +829,6 @@ def _hit_params(slot: _Slot, meta: Mapping[str, Any], model: Any, params: Any) -
 
 def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None) -> CompiledModel | None:
     """The CompiledModel of a cache hit (no import, no pass, no LLVM), or None."""
-    from minimlir.backend import cache as _cache
-    from minimlir.backend import runtime
-
     t0 = time.perf_counter()
     stored = _cache.load_entry(slot.directory, slot.key)
     meta = stored.meta if stored is not None else None
@@ -1014,8 +854,6 @@ def _cache_lookup(slot: _Slot, model: Any, params: Any, num_threads: int | None)
     program.cache_hit = True
     program.cache_key = slot.key
     if num_threads is not None:
-        from minimlir.backend import parallel
-
         parallel.set_num_threads(num_threads)
     entry = meta["entry"]
     fn = _entry_callable(program, entry)
@@ -1030,19 +868,12 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
                        num_threads: int | None, param_types: dict[str, list], params_file: str | None):
     """LLVM-compile `module` (in parallel parts when large: runtime._codegen), store the entry (weights
     first for ONNX) unless `slot` is None, return the program."""
-    from minimlir.backend import cache as _cache
-    from minimlir.backend import runtime
-    from minimlir.compiler.params import save_params
-    from minimlir.dialects import llvm_ext as _llvm_ext
-
     _llvm_ext.install_llvmlite_hooks()
     engine, obj, externals = runtime._codegen(module, 3)
     if slot is None:
         program = _call_with_supported(runtime.CompiledProgram, engine, metadata, params=dict(loaded.params),
                                        num_threads=num_threads)
         if num_threads is not None:
-            from minimlir.backend import parallel
-
             parallel.set_num_threads(num_threads)
         return program
     meta: dict[str, Any] = {
@@ -1078,8 +909,6 @@ def _compile_and_store(slot: _Slot | None, module: ModuleOp, metadata: Mapping[s
     program.cache_hit = False
     program.cache_key = slot.key
     if num_threads is not None:
-        from minimlir.backend import parallel
-
         parallel.set_num_threads(num_threads)
     return program
 

@@ -43,11 +43,12 @@ import onnx
 from onnx import helper
 
 from minimlir.frontend.api import TensorSpec
+from minimlir.runtime.errors import MinimlirError
 
 __all__ = ["CompareError", "Report", "ValueDiff", "compare_with_onnxruntime", "input_specs"]
 
 
-class CompareError(Exception):
+class CompareError(MinimlirError):
     """Bad input for a comparison (file, feeds, a model the reference cannot run): a one-line message."""
 
 

@@ -188,7 +188,9 @@ class OnnxBackend(Backend):
         opset = kwargs.pop("opset_version", None) or onnx.defs.onnx_opset_version()
         names = [n for n in node.input if n]
         if len(inputs) != len(names):
-            raise InputError(f"node '{node.name or node.op_type}' has {len(names)} input(s), got {len(inputs)} array(s)")
+            raise InputError(
+                f"node '{node.name or node.op_type}' has {len(names)} input(s), got {len(inputs)} array(s)"
+            )
         arrays = [np.asarray(a) for a in inputs]
         value_infos = [
             helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)

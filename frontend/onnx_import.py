@@ -85,6 +85,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from minimlir.compiler.errors import MinimlirError
+
 DYNAMIC = DYNAMIC_INDEX
 """A `?` dim in a shape list (xDSL's DYNAMIC_INDEX, as in `minimlir.dialects.graph`)."""
 SMALL_CONSTANT = 16
@@ -138,7 +140,7 @@ def numpy_dtype_of(elem: Attribute) -> np.dtype:
 # Errors
 
 
-class OnnxImportError(Exception):
+class OnnxImportError(MinimlirError):
     """The model is malformed (missing file, not ONNX, inconsistent shapes): a one-line message."""
 
 
@@ -154,7 +156,7 @@ class Problem:
     reason: str
 
 
-class UnsupportedModelError(Exception):
+class UnsupportedModelError(MinimlirError):
     """The model uses ops, attributes or dtypes the importer does not support: all listed in `.problems`."""
 
     def __init__(self, problems: Sequence[Problem]):
@@ -385,7 +387,9 @@ class Importer:
             raise Unsupported(f"dtype {array.dtype}")
         return Value(_NP_TO_ONNX[array.dtype], list(array.shape), const=array, is_weight=is_weight, name=name)
 
-    def from_sym(self, entries: Sequence[int | SSAValue], *, scalar: bool = False, elem_type=TensorProto.INT64) -> Value:
+    def from_sym(
+        self, entries: Sequence[int | SSAValue], *, scalar: bool = False, elem_type=TensorProto.INT64
+    ) -> Value:
         """A symbolic shape tensor; a plain constant when every entry is known."""
         entries = list(entries)
         if all(isinstance(e, int) for e in entries):
@@ -516,7 +520,10 @@ class Importer:
             return a
         if kind == "div" and b == 1:
             return a
-        cls = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp, "div": arith.FloorDivSIOp, "max": arith.MaxSIOp}[kind]
+        cls = {
+            "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp,
+            "div": arith.FloorDivSIOp, "max": arith.MaxSIOp,
+        }[kind]
         return self.emit1(cls(self.index(a), self.index(b)))
 
     def dims(self, v: Value | SSAValue) -> list[int | SSAValue]:

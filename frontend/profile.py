@@ -213,7 +213,8 @@ def format_table(rows: list[dict], limit: int | None = None, width: int = 48) ->
         lines.append(f"{'(' + str(len(rest)) + ' more)':<40} {'':<{width}} {sum(r['calls'] for r in rest):>6} "
                      f"{sum(r['ms'] for r in rest):>10.3f} {sum(r['percent'] for r in rest):>6.1f}")
     total = sum(r["ms"] for r in rows)
-    lines.append(f"{'total':<40} {'':<{width}} {sum(r['calls'] for r in rows):>6} {total:>10.3f} {100.0 if rows else 0.0:>6.1f}")
+    calls = sum(r["calls"] for r in rows)
+    lines.append(f"{'total':<40} {'':<{width}} {calls:>6} {total:>10.3f} {100.0 if rows else 0.0:>6.1f}")
     return "\n".join(lines)
 
 

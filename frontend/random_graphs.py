@@ -997,7 +997,8 @@ def float64_twin(model: onnx.ModelProto) -> onnx.ModelProto:
     del g.value_info[:]
     for i, init in enumerate(g.initializer):
         if init.data_type == TensorProto.FLOAT:
-            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float64), init.name))
+            wide = numpy_helper.to_array(init).astype(np.float64)
+            g.initializer[i].CopyFrom(numpy_helper.from_array(wide, init.name))
     for node in g.node:
         if node.op_type == "Cast":
             for a in node.attribute:

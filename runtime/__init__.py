@@ -36,6 +36,7 @@ import numpy as np
 
 from minimlir.runtime import _cpu, _elf, _params
 from minimlir.runtime._native import ArgumentError, NativeError, NativeFunction
+from minimlir.runtime.errors import MinimlirError
 
 ABI_VERSION = 1
 """The artifact interface this runtime reads (backend/artifact.py ABI_VERSION)."""
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 
-class LoadError(RuntimeError):
+class LoadError(MinimlirError, RuntimeError):
     """The artifact cannot be loaded here (the message says why and names the file)."""
 
 

@@ -31,7 +31,8 @@ def _read(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
 
 def _header(data, path) -> tuple:
     if len(data) < 64 or data[:4] != b"\x7fELF":
-        raise ElfError(f"{path}: not an ELF file" + (" (truncated)" if len(data) < 64 and data[:4] == b"\x7fELF" else ""))
+        truncated = len(data) < 64 and data[:4] == b"\x7fELF"
+        raise ElfError(f"{path}: not an ELF file" + (" (truncated)" if truncated else ""))
     if data[4] != 2 or data[5] != 1:
         raise ElfError(f"{path}: not a 64-bit little-endian ELF file")
     (e_type, e_machine, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum, e_shentsize, e_shnum,

@@ -34,18 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from minimlir.runtime.errors import DimCheckError, InputError, NativeError  # noqa: F401 (re-exported)
 
-class ArgumentError(ValueError):
-    """A call's arguments do not fit the compiled function (raised before native code runs)."""
-
-
-class DimCheckError(ArgumentError):
-    """The inputs' dims break a symbolic constraint of the model (`graph.dim_checks`)."""
-
-
-class NativeError(RuntimeError):
-    """The native function returned a non-zero status."""
-
+ArgumentError = InputError  # the old name of a call's argument error
 
 STATUS_OK, STATUS_BAD_OUT, STATUS_NO_MEMORY = 0, 1, 2
 

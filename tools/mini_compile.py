@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prog = "mini-compile"
     from minimlir.backend._target import TargetError
-    from minimlir.backend.artifact import ArtifactError, build
+    from minimlir.backend.artifact import ArtifactError
+    from minimlir.frontend.build import build
     from minimlir.frontend.api import CompileError, InputError, OnnxImportError, UnsupportedModelError
 
     try:
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a compiler bug: one line, the traceback on request
         if os.environ.get("MINIMLIR_TRACEBACK") == "1":
             traceback.print_exc()
-        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}\n")
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {first}\n")
         return 1
     where = f" + {info.params_path}" if info.params_path else ""
     header = f", header {info.header_path}" if info.header_path else ""

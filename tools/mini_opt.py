@@ -13,33 +13,21 @@ is reported as `file:line:col: error: …` and the exit code is 1.
 from __future__ import annotations
 
 import argparse
-import bisect
-from collections import defaultdict
-import importlib
-import inspect
 import os
-import pkgutil
-import re
 import shlex
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from io import StringIO
-from types import ModuleType
 from typing import IO, NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Dialect, Operation
-from xdsl.parser import Parser
-from xdsl.passes import ModulePass
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError
-from xdsl.parser.generic_parser import ParserState
-from xdsl.utils.lexer import Input
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from minimlir.passes._diagnostics import Diagnostic, diagnostic_handler
@@ -52,6 +40,15 @@ from minimlir.compiler.diagnostics import (
     position_of,
     verify_located,
 )
+from minimlir.compiler.discovery import (  # noqa: F401 (our_dialects, pass_registry: re-exported)
+    named_pipelines,
+    our_dialects,
+    our_passes,
+    pass_registry,
+    pass_summary,
+    passes_defined_in,
+)
+from minimlir.compiler.parsing import LocatingParser, line_col, split_chunks
 from minimlir.compiler.pass_manager import (
     IROptions,
     PassCrash,
@@ -66,196 +63,6 @@ from minimlir.compiler.pass_manager import (
     parse_pipeline,
     type_name,
 )
-
-
-def _modules(package_name: str):
-    """`package_name` and every module below it (subpackages walked), skipping any dotted part that
-    starts with `_` (shared helpers, and the moved-module aliases, which live in no file)."""
-    package = importlib.import_module(package_name)
-    yield package
-    infos = pkgutil.walk_packages(package.__path__, package_name + ".", onerror=_raise)
-    for info in sorted(infos, key=lambda m: m.name):
-        if any(part.startswith("_") for part in info.name[len(package_name) + 1:].split(".")):
-            continue
-        yield importlib.import_module(info.name)
-
-
-def _raise(name: str) -> None:
-    raise  # walk_packages swallows a subpackage's ImportError unless told; a broken pass must show
-
-
-def _passes_defined_in(module: ModuleType) -> Iterator[type[ModulePass]]:
-    """Every concrete, named ModulePass class defined (not imported) in `module`."""
-    for obj in vars(module).values():
-        if (
-            inspect.isclass(obj)
-            and issubclass(obj, ModulePass)
-            and obj.__module__ == module.__name__
-            and not inspect.isabstract(obj)
-            and isinstance(getattr(obj, "name", None), str)
-        ):
-            yield obj
-
-
-def our_passes() -> dict[str, type[ModulePass]]:
-    """Every concrete ModulePass defined in minimlir.passes, by pass name."""
-    found: dict[str, type[ModulePass]] = {}
-    for module in _modules("minimlir.passes"):
-        for obj in _passes_defined_in(module):
-            if obj.name in found and found[obj.name] is not obj:
-                raise RuntimeError(f"pass '{obj.name}' is defined twice")
-            found[obj.name] = obj
-    return found
-
-
-def our_dialects() -> list[Dialect]:
-    """Every Dialect object defined in minimlir.dialects."""
-    return [
-        obj
-        for module in _modules("minimlir.dialects")
-        for obj in vars(module).values()
-        if isinstance(obj, Dialect)
-    ]
-
-
-def named_pipelines() -> dict[str, tuple[str, str]]:
-    """Registered named pipelines: name -> (pipeline text, description)."""
-    from minimlir.compiler.pipelines import PIPELINES
-
-    return {name: (entry[0], entry[1]) for name, entry in PIPELINES.items()}
-
-
-def pass_summary(cls: type) -> str:
-    """One line: the class docstring's first line, else the pass module's (STYLE puts it there)."""
-    doc = cls.__dict__.get("__doc__")
-    if doc and doc.startswith(cls.__name__ + "("):
-        doc = None  # dataclass's generated signature, not a description
-    if not doc:
-        doc = getattr(sys.modules.get(cls.__module__), "__doc__", None)
-    for line in (doc or "").strip().splitlines():
-        if line.strip():
-            return line.strip()
-    # No docstring anywhere (xDSL's cse, dce): the class name is the best description left.
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", cls.__name__.removesuffix("Pass"))
-    return " ".join(words).capitalize() + "." if words else ""
-
-
-# --- parsing with source locations --------------------------------------------------------------------
-
-
-class _SafeLexer(MLIRLexer):
-    """xDSL 0.74's string-literal regex nests `+` in `*`: an unterminated string holding an escape makes it
-    backtrack exponentially (a 40-character line hangs mini-opt). Possessive `++` matches the same strings."""
-
-    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
-
-
-class LocatingParser(Parser):
-    """xDSL's parser, giving each op without an explicit `loc(...)` a FileLineColLoc at its name, as MLIR does.
-
-    Those locations are not printed unless --mlir-print-debuginfo (the printer only prints locations then).
-    An empty input is an empty module, as in mlir-opt.
-    """
-
-    def __init__(self, ctx: Context, text: str, name: str):
-        # Parser.__init__, with a lexer whose string regex cannot backtrack exponentially.
-        super(Parser, self).__init__(ParserState(_SafeLexer(Input(text, name))), ctx)
-        self.ssa_values = dict()
-        self.blocks = dict()
-        self.forward_block_references = defaultdict(list)
-        self.forward_ssa_references = dict()
-        self._file = StringAttr(name)
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._op_name_pos: list[int] = []
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
-
-    def current_offset(self) -> int:
-        try:
-            return self._current_token.span.start
-        except Exception:
-            return 0
-
-    def _parse_op_result_list(self):
-        results = super()._parse_op_result_list()
-        if self._op_name_pos:
-            self._op_name_pos[-1] = self._current_token.span.start
-        return results
-
-    def _get_op_by_name(self, name: str) -> type[Operation]:
-        if (op_type := self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)) is not None:
-            return op_type
-        pos = self._op_name_pos[-1] if self._op_name_pos else self.current_offset()
-        dialect = name.split(".")[0] if "." in name else None
-        if dialect is not None and dialect not in self.ctx.registered_dialect_names:
-            self.raise_error(f"unknown dialect '{dialect}' of operation '{name}'", pos, pos + len(name))
-        self.raise_error(f"unknown operation '{name}'", pos, pos + len(name))
-
-    def parse_operation(self) -> Operation:
-        self._op_name_pos.append(self._current_token.span.start)
-        try:
-            op = super().parse_operation()
-        finally:
-            pos = self._op_name_pos.pop()
-        if isinstance(op.location, UnknownLoc):
-            line, col = self.line_col(pos)
-            op.location = FileLineColLoc(self._file, IntAttr(line), IntAttr(col))
-        return op
-
-    def _first_forward_use(self) -> int | None:
-        """Offset of the first op using a never-defined value (xDSL would point at the end of input)."""
-        for refs in self.forward_ssa_references.values():
-            for value in refs.values():
-                for use in value.uses:
-                    loc = use.operation.location
-                    if isinstance(loc, FileLineColLoc) and loc.filename == self._file:
-                        return self._line_starts[loc.line.data - 1] + loc.column.data - 1
-        return None
-
-    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        if not allow_implicit_module:
-            return super().parse_module(False)
-        ops: list[Operation] = []
-        while self._current_token.kind != MLIRTokenKind.EOF:
-            if self._current_token.kind in (MLIRTokenKind.HASH_IDENT, MLIRTokenKind.EXCLAMATION_IDENT):
-                self._parse_alias_def()
-                continue
-            if self._current_token.kind == MLIRTokenKind.FILE_METADATA_BEGIN:
-                self._parse_file_metadata_dictionary()
-                continue
-            if (op := self.parse_optional_operation()) is not None:
-                ops.append(op)
-                continue
-            self.raise_error("expected an operation")
-        if self.forward_ssa_references:
-            names = ", ".join("%" + n for n in self.forward_ssa_references)
-            self.raise_error(f"values used but not defined: [{names}]", self._first_forward_use())
-        if len(ops) == 1 and isinstance(ops[0], ModuleOp):
-            return ops[0]
-        return ModuleOp(ops)
-
-
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def split_chunks(text: str, enabled: bool) -> list[str]:
-    """`// -----` chunks, each padded with newlines so line numbers stay those of the whole file."""
-    if not enabled:
-        return [text]
-    chunks: list[str] = []
-    start, current = 0, []
-    for i, line in enumerate(text.splitlines(keepends=True)):
-        if line.startswith("// -----"):
-            chunks.append("\n" * start + "".join(current))
-            start, current = i + 1, []
-        else:
-            current.append(line)
-    chunks.append("\n" * start + "".join(current))
-    return chunks
 
 
 # --- the driver ---------------------------------------------------------------------------------------
@@ -354,7 +161,7 @@ class MiniOptMain(xDSLOptMain):
                 spec.loader.exec_module(module)
             except Exception as e:
                 raise PipelineError(f"--load-pass-plugin: failed to load '{path}': {type(e).__name__}: {e}") from None
-            for obj in _passes_defined_in(module):
+            for obj in passes_defined_in(module):
                 self.register_pass(obj.name, lambda c=obj: c)
 
     # -- listing -----------------------------------------------------------------------------------------
@@ -522,7 +329,7 @@ class MiniOptMain(xDSLOptMain):
             parser = LocatingParser(self.ctx, chunk, name)  # lexes the first token: may raise too
             return parser.parse_module(not self.args.no_implicit_module)
         except ParseError as e:
-            line, col = _line_col(chunk, e.span.start)
+            line, col = line_col(chunk, e.span.start)
             msg = e.msg.strip() or "syntax error"
             if msg.startswith("End of file reached before closing string literal"):
                 msg = "unterminated string literal"
@@ -531,18 +338,18 @@ class MiniOptMain(xDSLOptMain):
             diag = error_at(name, line, col, msg, max(1, min(e.span.end - e.span.start, 80)))
             if isinstance(e, MultipleSpansParseError):
                 for span, msg in e.refs:
-                    r_line, r_col = _line_col(chunk, span.start)
+                    r_line, r_col = line_col(chunk, span.start)
                     diag.notes.append(Diagnostic("note", msg or e.ref_text or "see here",
                                                  PositionLoc(name, r_line, r_col)))  # pyright: ignore
             engine.emit(diag)
         except RecursionError:
-            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
+            line, col = line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, "input nested too deeply"))
         except DiagnosticException as e:  # e.g. an attribute's verifier, run while parsing
-            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
+            line, col = line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, str(e.args[0]) if e.args else type(e).__name__))
         except Exception as e:  # a parse hook that does not expect malformed input
-            line, col = _line_col(chunk, (parser.current_offset() if parser is not None else 0))
+            line, col = line_col(chunk, (parser.current_offset() if parser is not None else 0))
             engine.emit(error_at(name, line, col, f"failed to parse: {type(e).__name__}: {e}"))
         raise _Failed
 

@@ -22,8 +22,10 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from minimlir.runtime.errors import MinimlirError
 
-class TuningDbError(FileNotFoundError):
+
+class TuningDbError(MinimlirError, FileNotFoundError):
     """The database named by tuning_db= / --tuning-db cannot be used (missing, unreadable)."""
 
 

@@ -242,7 +242,8 @@ def show(db: Database) -> str:
             row["default"] = min(row["default"], cost(r))
     lines = [f"{'task':32} {'key':20} {'cpu':10} {'trials':>6} {'default':>10} {'best':>10} {'speedup':>7}  errors"]
     for (key, cpu), row in sorted(rows.items(), key=lambda kv: kv[1]["name"]):
-        sp = row["default"] / row["best"] if row["best"] < float("inf") and row["default"] < float("inf") else float("nan")
+        finite = row["best"] < float("inf") and row["default"] < float("inf")
+        sp = row["default"] / row["best"] if finite else float("nan")
         errs = ", ".join(f"{e} {n}" for e, n in sorted(row["err"].items())) or "-"
         lines.append(f"{row['name'][:32]:32} {key:20} {cpu[:10]:10} {row['n']:6d} {_ms(row['default']):>10} "
                      f"{_ms(row['best']):>10} {sp:7.2f}  {errs}")

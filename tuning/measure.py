@@ -361,8 +361,9 @@ class LocalExecutor:
         ref = self.references.get(task.key)
         if ref is None:
             self.references[task.key] = got
-        elif not all(g.shape == f.shape and np.allclose(g, f, rtol=self.config.rtol,
-                                                           atol=self.config.atol * (1 + float(np.abs(f).max(initial=0))))
+        elif not all(g.shape == f.shape
+                     and np.allclose(g, f, rtol=self.config.rtol,
+                                     atol=self.config.atol * (1 + float(np.abs(f).max(initial=0))))
                      for g, f in zip(got, ref)):
             worst = max(float(np.abs(g.astype(np.float64) - f).max(initial=0)) for g, f in zip(got, ref))
             r.error, r.message = WRONG_RESULT, f"max abs difference {worst:.3g} from the default schedule"

@@ -9,7 +9,8 @@ A build task compiles the candidate (tuning/builder.py) and returns its object c
 the CPU it was built for. The measuring actors (`num_cpus=0`, pinned to their node) each own a
 `MeasureServer` (tuning/runner.py: a clean spawned process that loads and times one candidate at a
 time), so runs are one at a time per node and never share a machine with another measurement; an
-actor on a node with another CPU builds the candidate again for its own CPU first (still correct). Candidates of a batch go
+actor on a node with another CPU builds the candidate again for its own CPU first (still correct).
+Candidates of a batch go
 round-robin to the nodes; each result carries the measuring node's fingerprint (CPU, features,
 cores, LLVM), which its record stores. Outputs come back to the driver, which checks them against
 the default schedule's as the local executor does.

@@ -1,9 +1,9 @@
 """graph-profile-nodes: record, for the profiler, the ONNX nodes and the work of every kernel.
 
 Runs right after graph-fuse and again right after graph-legalize (only in profiled pipelines; the
-second run names the kernels of the ops graph-fuse left alone, by their `graph.call_kernel`). For every `func.call` of a fused
-function from a public function it records, in the module attribute `minimlir.profile_kernels`
-(JSON: callee -> {"nodes", "flops", "bytes"}):
+second run names the kernels of the ops graph-fuse left alone, by their `graph.call_kernel`). For
+every `func.call` of a fused function from a public function it records, in the module attribute
+`minimlir.profile_kernels` (JSON: callee -> {"nodes", "flops", "bytes"}):
 - nodes: the names in the `loc("NodeName"(...))` locations of the graph ops outlined into it;
 - flops per call: 2·M·N·K for graph.matmul, 2·(output elements)·(C/group·KH·KW) for graph.conv2d,
   one per output element for every other op;
@@ -117,7 +117,8 @@ def record(module: ModuleOp) -> dict:
             if call.name.startswith("graph.") and isinstance(call.location, NameLoc) and call.results \
                     and call.name not in ("graph.dim", "graph.param", "graph.constant"):
                 key = f"{call.location.desc.data}|{call.name.removeprefix('graph.')}"
-                table["@unfused"][key] = _work(call, [*(v.type for v in call.operands), *(r.type for r in call.results)])
+                types = [*(v.type for v in call.operands), *(r.type for r in call.results)]
+                table["@unfused"][key] = _work(call, types)
                 continue
             if not isinstance(call, func.CallOp):
                 continue

@@ -15,7 +15,8 @@ shape arithmetic that sizes their results:
 It becomes a kernel with the same name, whose buffers are the group's inputs then its outputs; the
 members' loop nests are copied one after the other, an intermediate becomes a local buffer
 (`mem.alloca` when static and at most 64 KiB, else `mem.alloc` … `mem.dealloc`; both at the
-kernel's entry and end, so they dominate the nests wherever a schedule moves them), and the shape arithmetic is re-materialized on buffers (`graph.dim` -> `mem.dim`):
+kernel's entry and end, so they dominate the nests wherever a schedule moves them), and the shape
+arithmetic is re-materialized on buffers (`graph.dim` -> `mem.dim`):
 
     func.func private @fused_add_tanh(%x: memref<?x8xf32>, %y: memref<?x8xf32>,
                                       %s: memref<?x8xf32>) attributes {loop.kernel} {

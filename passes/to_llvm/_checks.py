@@ -32,7 +32,6 @@ argument position, the op's or function's location).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
@@ -403,67 +402,3 @@ def _func_of_op(op: Operation) -> func.FuncOp:
 
 
 _ = (IntegerAttr,)
-
-
-# ------------------------------------------------------------ pipelines
-
-
-def _split_top(text: str) -> list[str]:
-    """`a,b{x=1,y=2},func.func(c,d)` -> its top-level items."""
-    items, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            items.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        items.append(cur.strip())
-    return items
-
-
-def checked_pipeline(text: str) -> str:
-    """The checked-mode variant of a pipeline: named pipelines expanded, `mem-check-sites` right after
-    `graph-legalize` (at the start when there is none: mem-level input), and
-    `convert-mem-to-llvm{checks=true}`."""
-    from minimlir.compiler.pipelines import PIPELINES
-
-    text = text.strip()
-    if text.startswith("builtin.module(") and text.endswith(")"):
-        text = text[len("builtin.module("):-1]
-
-    def expand(t: str, depth: int = 0) -> list[str]:
-        out: list[str] = []
-        for item in _split_top(t):
-            if item in PIPELINES and depth < 16:
-                out.extend(expand(PIPELINES[item].pipeline, depth + 1))
-            else:
-                out.append(item)
-        return out
-
-    items = expand(text)
-    result: list[str] = []
-    for item in items:
-        name = item.split("{", 1)[0].strip()
-        if name == "convert-mem-to-llvm":
-            opts = item[len(name):].strip()
-            inner = opts[1:-1].strip() if opts.startswith("{") else ""
-            inner = " ".join(o for o in inner.split() if not o.startswith("checks="))
-            item = "convert-mem-to-llvm{" + (inner + " " if inner else "") + "checks=true}"
-        result.append(item)
-        if name == "graph-legalize":
-            result.append("mem-check-sites")
-    if "mem-check-sites" not in result:
-        result.insert(0, "mem-check-sites")
-    return ",".join(result)
-
-
-def checks_from_env() -> bool:
-    """MINIMLIR_CHECKS=1 (or true/yes/on) turns checked mode on where it is not given."""
-    import os
-
-    return os.environ.get("MINIMLIR_CHECKS", "").strip().lower() in ("1", "true", "yes", "on")

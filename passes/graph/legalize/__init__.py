@@ -31,7 +31,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from minimlir.dialects import graph, loop
 from minimlir.passes._diagnostics import emit_error
 from minimlir.passes.loop._kernel_builder import KernelBuilder
-from minimlir.passes.graph.legalize._common import LEGALIZATIONS, GraphDims
+from minimlir.passes.graph.legalize._common import LEGALIZATIONS, GraphDims  # noqa: F401 (re-exported)
+from minimlir.passes.graph.legalize.unary import legalization_of
 
 # Ops that stay at the graph level after legalization.
 # graph.from_dims and graph.extract move index / scalar values between the graph level and
@@ -80,7 +81,7 @@ class GraphLegalizePass(ModulePass):
                 op_name = _op_name(g_op)
                 if not op_name.startswith("graph.") or isinstance(g_op, KEPT):
                     continue
-                legalization = LEGALIZATIONS.get(type(g_op))
+                legalization = legalization_of(g_op)  # unary ops: also what the op declares
                 if legalization is None:
                     emit_error(g_op, f"failed to legalize operation '{op_name}'")
                 key = legalization.kernel_key(g_op)

@@ -16,7 +16,7 @@ the trigonometric / hyperbolic functions, round and bitshift (elementwise, as in
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, MemRefType, TensorType
 from xdsl.ir import SSAValue
 
@@ -130,22 +130,7 @@ class LegalizeCumSum(Legalization):
 
 # -- elementwise: trigonometric, hyperbolic, rounding, bit shifts -------------------------------
 
-_MATH_UNARY = {
-    graph.SinOp: math.SinOp, graph.CosOp: math.CosOp, graph.TanOp: math.TanOp,
-    graph.AsinOp: math.AsinOp, graph.AcosOp: math.AcosOp, graph.AtanOp: math.AtanOp,
-    graph.SinhOp: math.SinhOp, graph.CoshOp: math.CoshOp, graph.AsinhOp: math.AsinhOp,
-    graph.AcoshOp: math.AcoshOp, graph.AtanhOp: math.AtanhOp,
-    graph.RoundOp: math.RoundEvenOp,  # ONNX Round: half to even
-}
-
-
-@legalizes(*_MATH_UNARY)
-class LegalizeMathUnary(Legalization):
-    """y[i] = f(x[i]) with f the math-dialect op of the same name (round: math.roundeven)."""
-
-    def build(self, op, kb: KernelBuilder) -> None:
-        math_cls = _MATH_UNARY[type(op)]
-        build_elementwise(kb, op.name.split(".", 1)[1], lambda b, v: b.emit(math_cls(v[0])))
+# sin … atanh and round lower from what they declare (MATH_OP: passes/graph/legalize/unary.py)
 
 
 @legalizes(graph.BitShiftOp)

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, TensorType,
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from minimlir.dialects import graph
+from minimlir.dialects import graph, loop
 from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder
 from minimlir.passes.graph.legalize._common import GraphDims, Legalization, legalizes
 
@@ -116,6 +116,7 @@ class LegalizeMatMul(Legalization):
             e.store(e.const(0, c.type.element_type), c, vs[:rc])
 
         with kb.nest("matmul", extents, kinds, init=init) as (e, vs):
+            loop.stamp_kind(vs[0].block.parent_op(), "matmul", batch=nbatch)
             k = vs[rc]
             i = vs[nbatch] if ra >= 2 else None
             j = vs[rc - 1] if rb >= 2 else None
@@ -285,6 +286,10 @@ class LegalizeConv2d(Legalization):
             e.store(val, y, [v["n"], co, v["oh"], v["ow"]])
 
         with kb.nest("conv2d", extents, kinds, init=init) as (e, vs):
+            # what the schedule rules match (passes/loop/schedule/default/conv2d.py)
+            loop.stamp_kind(vs[0].block.parent_op(), "conv2d", groups=group,
+                            depthwise="oc" not in names and "ci" not in names,
+                            strides=strides, dilations=dilations)
             v = dict(zip(names, vs))
             co, c_in, ci = channels(e, vs)
             taps = [wins[s].index(e, v[("oh", "ow")[s]], v[("kh", "kw")[s]]) for s in range(2)]

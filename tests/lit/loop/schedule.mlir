@@ -41,6 +41,7 @@ func.func private @matmul(%a: memref<12x8xf32>, %b: memref<8x32xf32>, %c: memref
   loop.for %i = %c0 to %c12 step %c1 {
     loop.for %j = %c0 to %c32 step %c1 {
       loop.for %k = %c0 to %c8 step %c1 {
+        // kind = "matmul" (below): what graph-legalize stamps, and what the matmul rule matches
         loop.block "matmul" (%vi = %i, %vj = %j, %vk = %k) [spatial, spatial, reduce] {
           %x = mem.load %a[%vi, %vk] : memref<12x8xf32> -> f32
           %y = mem.load %b[%vk, %vj] : memref<8x32xf32> -> f32
@@ -51,7 +52,7 @@ func.func private @matmul(%a: memref<12x8xf32>, %b: memref<8x32xf32>, %c: memref
         } init {
           %zero = arith.constant 0.0 : f32
           mem.store %zero, %c[%vi, %vj] : f32, memref<12x32xf32>
-        }
+        } {kind = "matmul", batch = 0 : i64}
       }
     }
   }

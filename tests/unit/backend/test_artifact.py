@@ -309,7 +309,7 @@ def test_truncated_and_missing_params(built, tmp_path):
 
 def test_cpu_without_the_features(built, tmp_path, monkeypatch):
     """An artifact for AVX-512 on a CPU without it: an error at load, no illegal instruction."""
-    from minimlir.backend.artifact import build
+    from minimlir.frontend.build import build
 
     art = build(MLP, tmp_path / "avx512.so", cpu="skylake-avx512", emit_header=True)
     assert "avx512f" in art.metadata["target"]["required"] and art.metadata["target"]["vector_width"] == 16
@@ -404,7 +404,7 @@ def test_schedule_takes_the_target():
 
 def test_generic_cpu_runs_here(built, tmp_path, monkeypatch):
     from minimlir.backend import jit
-    from minimlir.backend.artifact import build
+    from minimlir.frontend.build import build
 
     # LLVM in two parts, one in a child process: it must make position-independent generic code too
     monkeypatch.setattr(jit, "SPLIT_MIN_BYTES", 0)

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import IndexType
 
 from minimlir.backend import checks as rt_checks
 from minimlir.frontend import CheckError, compile
+from minimlir.compiler.pipelines import checked_pipeline
 from minimlir.passes.to_llvm import _checks
 
 SHIFT = """
@@ -333,12 +334,12 @@ def test_perturbed_index_in_an_onnx_model_names_node_block_and_weight():
 
     from minimlir.dialects import loop, mem
     from minimlir.frontend import api
-    from minimlir.compiler.pipelines import PIPELINES
+    from minimlir.compiler.pipelines import expand
 
     model = _mlp_model()
     ctx = api.make_context()
     loaded = api.load(model, ctx=ctx)
-    steps = PIPELINES["compile"].pipeline.split(",")
+    steps = expand("compile").split(",")
     k = steps.index("graph-legalize") + 1
     api.lower(loaded.module, ",".join([*steps[:k], "mem-check-sites"]), ctx=ctx, name="m")
     perturbed = 0
@@ -382,7 +383,7 @@ def test_checks_off_changes_no_code():
                              "convert-math-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,dce")
     assert default == explicit_off
     assert "__minimlir" not in default and "__mm_site" not in default
-    checked = llvm_text(_checks.checked_pipeline("convert-to-llvm"))
+    checked = llvm_text(checked_pipeline("convert-to-llvm"))
     assert "__minimlir_check_fail" in checked and "__minimlir_poison" in checked
 
 
@@ -405,11 +406,11 @@ def test_env_switch(monkeypatch):
 
 
 def test_checked_pipeline_text():
-    assert _checks.checked_pipeline("graph-legalize,graph-bufferize,mem-to-llvm").split(",")[:3] == [
+    assert checked_pipeline("graph-legalize,graph-bufferize,mem-to-llvm").split(",")[:3] == [
         "graph-legalize", "mem-check-sites", "graph-bufferize"]
-    text = _checks.checked_pipeline("compile")
+    text = checked_pipeline("compile")
     assert "convert-mem-to-llvm{checks=true}" in text and text.count("mem-check-sites") == 1
-    assert _checks.checked_pipeline("convert-mem-to-llvm{checks=false}") == (
+    assert checked_pipeline("convert-mem-to-llvm{checks=false}") == (
         "mem-check-sites,convert-mem-to-llvm{checks=true}")
 
 
@@ -420,6 +421,6 @@ def test_aot_refuses_checked_code(tmp_path):
 
     ctx = api.make_context()
     module = api.load(SHIFT, ctx=ctx).module
-    api.lower(module, _checks.checked_pipeline("convert-to-llvm"), ctx=ctx, name="x")
+    api.lower(module, checked_pipeline("convert-to-llvm"), ctx=ctx, name="x")
     with pytest.raises(JitCompileError, match="checked mode"):
         aot.emit_object(module, tmp_path / "k.o")

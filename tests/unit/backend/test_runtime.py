@@ -60,7 +60,7 @@ def test_metadata_is_serializable_and_complete():
 
     from xdsl.parser import Parser
 
-    module = Parser(runtime._context(), SRC, "<t>").parse_module()
+    module = Parser(runtime.make_context(), SRC, "<t>").parse_module()
     meta = json.loads(json.dumps(collect_metadata(module)))
     main = meta["functions"]["main"]
     assert main["abi"] == "entry"
@@ -196,7 +196,7 @@ def test_shared_dim_name_must_agree(prog):
 def test_llvm_module_input_needs_metadata(prog):
     from xdsl.parser import Parser
 
-    module = Parser(runtime._context(), SRC, "<t>").parse_module()
+    module = Parser(runtime.make_context(), SRC, "<t>").parse_module()
     meta = collect_metadata(module, "plain")
     runtime.run_pipeline(module, "convert-to-llvm")
     p = compile_mlir_text(module, metadata=meta, cache=False)

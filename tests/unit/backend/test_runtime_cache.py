@@ -118,7 +118,9 @@ def test_changed_text_pipeline_entry_or_sources_miss(tmp_path, monkeypatch):
     assert not compile_mlir_text(SRC, pipeline=expanded, cache=tmp_path).cache_hit
     assert not compile_mlir_text(SRC + "\n// edited\n", cache=tmp_path).cache_hit
     assert not compile_mlir_text(SRC, entry="main", cache=tmp_path).cache_hit
-    monkeypatch.setattr(runtime, "source_fingerprint", lambda: "a pass was edited")
+    from minimlir.compiler import cache_key
+
+    monkeypatch.setattr(cache_key, "source_fingerprint", lambda: "a pass was edited")
     assert not compile_mlir_text(SRC, cache=tmp_path).cache_hit
     assert compile_stats().hits == 1 and compile_stats().misses == 5
     assert len(list(tmp_path.glob("*.mmo"))) == 5
@@ -175,7 +177,7 @@ def test_hit_keeps_metadata_remarks_and_warnings(tmp_path):
 def test_module_input_is_keyed_by_its_printed_form(tmp_path):
     from xdsl.parser import Parser
 
-    module = Parser(runtime._context(), SRC, "<t>").parse_module()
+    module = Parser(runtime.make_context(), SRC, "<t>").parse_module()
     assert not compile_mlir_text(module, cache=tmp_path).cache_hit
     p = compile_mlir_text(module.clone(), cache=tmp_path)
     assert p.cache_hit and compile_stats().parses == 0

@@ -1,21 +1,27 @@
-"""_op_pattern: every graph op has a fusion kind, and broadcast edges become elementwise when the
+"""Fusion kinds: every graph op declares one (a FusionKind trait), and broadcast edges become elementwise when the
 input already has the result's shape."""
 
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import IndexType, TensorType, f32
 from xdsl.utils.test_value import create_ssa_value
 
 from minimlir.dialects import graph
-from minimlir.passes.graph._op_pattern import PATTERNS, OpPattern, edge_pattern, op_pattern
+from minimlir.dialects._fusion import FusionKind
+from minimlir.passes.graph._op_pattern import OpPattern, edge_pattern, op_pattern
 
 
-def test_every_graph_op_is_classified_once():
-    classified = [cls for classes in PATTERNS.values() for cls in classes]
-    assert len(classified) == len(set(classified)), "an op class is listed under two kinds"
-    missing = [op.name for op in graph.Graph.operations if op not in classified]
+def test_every_graph_op_declares_one_fusion_kind():
+    missing = [op.name for op in graph.Graph.operations if len(op.get_traits_of_type(FusionKind)) != 1]
     assert missing == []
+
+
+def test_a_slice_with_runtime_bounds_is_opaque():
+    x = create_ssa_value(TensorType(f32, [8]))
+    assert op_pattern(graph.SliceOp(x, [0], [4], [1])) == OpPattern.INJECTIVE
+    n = create_ssa_value(IndexType())
+    assert op_pattern(graph.SliceOp(x, [0], [0], [1], dyn_ends=[(0, n)])) == OpPattern.OPAQUE
 
 
 @pytest.mark.parametrize(
@@ -37,7 +43,7 @@ def test_every_graph_op_is_classified_once():
     ],
 )
 def test_kinds(cls, kind):
-    assert kind in PATTERNS and cls in PATTERNS[kind]
+    assert cls.get_trait(FusionKind) == FusionKind(kind)
 
 
 def test_kind_order_is_tvms():

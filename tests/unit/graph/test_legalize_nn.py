@@ -85,7 +85,7 @@ def pool_ref(x, kind, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, 
 
 
 def ort_pool(x, kind, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, include_pad=False):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 

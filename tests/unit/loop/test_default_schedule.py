@@ -11,7 +11,7 @@ import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcas
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule.api import const_index
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.compiler.pipelines import PIPELINES
+from minimlir.compiler.pipelines import expand
 from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
 
 native_ok, native_reason = H.native_status()
@@ -225,7 +225,9 @@ def conv_general_ref(x, w, strides, pads, dil):
 
 def conv_general_text(x, w, strides, pads, dil, y_shape=None):
     ref = conv_general_ref(np.zeros(x), np.zeros(w), strides, pads, dil)
-    dims = lambda s: "x".join(str(d) for d in s)
+    def dims(s):
+        return "x".join(str(d) for d in s)
+
     return CONV_GENERAL.format(
         x=dims(x), w=dims(w), y=dims(y_shape or ref.shape), sh=strides[0], sw=strides[1],
         pads=", ".join(map(str, pads)), dh=dil[0], dw=dil[1],
@@ -350,7 +352,7 @@ def test_matmul_packed_b_interpreted_same_as_unscheduled(mkn):
 
 @needs_native
 def test_matmul_packed_b_native():
-    pipeline = PIPELINES["compile"].pipeline.replace("loop-schedule,", "loop-schedule{pack_b=true kc=16},")
+    pipeline = expand("compile").replace("loop-schedule,", "loop-schedule{pack_b=true kc=16},")
     for m, k, n in [(70, 40, 50), (65, 33, 17)]:
         a, b = rand(m, k), rand(k, n, seed=1)
         np.testing.assert_allclose(_compile(matmul_text(m, k, n), pipeline).main(a, b), a @ b, rtol=1e-4, atol=1e-4)

@@ -5,10 +5,11 @@ MetaSchedule's first candidate), every choice a knob of a dataclass so a tuner c
     schedule_module(module, ScheduleConfig.for_host())          # all kernels
     schedule_kernel(kernel, cfg)                                # one kernel
 
-Per kernel, the first matching rule applies (block names are the legalizer's, see
-passes/graph/legalize/). One module per rule: matmul.py, conv2d.py, copies.py, generic.py; the knobs
-in config.py, the transaction that rolls a refused attempt back in transaction.py, shared helpers in
-_helpers.py. A new rule is a new module with a `schedule_<name>(kernel, cfg) -> bool` added to RULES:
+Per kernel, the first matching rule applies (rules match the `kind` attributes the legalizer
+stamps on blocks, `loop.stamp_kind`; see passes/graph/legalize/). One module per rule: matmul.py,
+conv2d.py, copies.py, generic.py; the knobs in config.py, the transaction that rolls a refused
+attempt back in transaction.py, shared helpers in _helpers.py. A new rule is a new module with a
+`schedule_<name>(kernel, cfg) -> bool` added to RULES:
 
   * matmul (block "matmul", loops [batch…, i, j, k], one reduce var last): register blocking
     (mr, nv shrink to divisors of static M, N/W when that keeps at least half the tile)
@@ -42,8 +43,8 @@ _helpers.py. A new rule is a new module with a `schedule_<name>(kernel, cfg) -> 
     vectorize the innermost loop when legal (and long enough).
 
 Parallel loops get a step constant of their own (_private_parallel_steps: loop-outline-parallel
-maps the step value into the outlined body). Every step is tried under a snapshot: a primitive the kernel refuses (ScheduleError) leaves the
-IR as it was and the heuristics fall back, so any kernel stays correct.
+maps the step value into the outlined body). Every step is tried under a snapshot: a primitive the
+kernel refuses (ScheduleError) leaves the IR as it was and the heuristics fall back, so any kernel stays correct.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Rule: conv2d (block "conv2d"): output channels in vectors (NCHWc), packed weight panels, a
-zero-padded input copy; depthwise and small-group convs by output rows (see the package docstring)."""
+"""Rule: conv2d (the blocks graph-legalize stamps `kind = "conv2d"`, with `groups` and
+`depthwise`): output channels in vectors (NCHWc), packed weight panels, a zero-padded input
+copy; depthwise and small-group convs by output rows (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,15 @@ from minimlir.passes.loop.schedule.api import (
     materialize_form,
 )
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _forward_init, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default._helpers import (
+    _cache_accumulator,
+    _contract_fma,
+    _direct_loops,
+    _forward_init,
+    _fuse_consumers,
+    _mark_width,
+    fit_width,
+)
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 
@@ -65,6 +74,24 @@ def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: s
     return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
 
 
+def _conv_block(kernel: func.FuncOp, name: str | None = None) -> loop.BlockOp | None:
+    """The kernel's first conv2d block (graph-legalize stamps `kind = "conv2d"`), or the one named."""
+    convs = loop.blocks_of_kind(kernel, "conv2d")
+    if name is not None:
+        convs = [b for b in convs if b.block_name.data == name]
+    return convs[0] if convs else None
+
+
+def _depthwise(blk: loop.BlockOp) -> bool:
+    """One channel per group in and out: legalization dropped the unit co / ci loops (n c oh ow | kh kw)."""
+    return "depthwise" in blk.attributes
+
+
+def _grouped(blk: loop.BlockOp) -> bool:
+    """groups > 1 with channel loops of their own (n g co oh ow | ci kh kw)."""
+    return loop.int_param(blk, "groups", 1) > 1 and not _depthwise(blk)
+
+
 def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_tile: int,
                    name: str = "conv2d") -> tuple:
     """Give the conv2d block (n co oh ow | ci kh kw, group 1) operands it can read in vector
@@ -79,8 +106,10 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     args = list(blk.body.block.args)
     loops = loop.block_loops(blk)
     ubs = [l.ub for l in loops]
-    g, dw = None, len(args) == 6
-    if len(args) == 8:  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
+    g, dw = None, _depthwise(blk)
+    if _grouped(blk):  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
+        if len(args) != 8:
+            raise ScheduleError("conv relayout: a grouped conv without its channel loops", blk)
         g, g_ub = args.pop(1), ubs.pop(1)
     if dw:  # depthwise: n c oh ow | kh kw, input channel c, weight [c, 0, kh, kw]
         args.insert(4, None)
@@ -223,7 +252,7 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
 
 
-def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str = "conv2d",
+def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str | None = None,
                             rest: bool = True) -> bool:
     """Output channels in vectors (NCHWc-style, TVM's x86 conv2d): pack the weights into
     [co0][ci][kh][kw][nv*W] panels and the padded input into local buffers (_relayout_conv), then
@@ -236,11 +265,12 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     the accumulator copies sit outside ci). Stride and dilation only change the broadcast
     addresses. Needs a static output-channel count that W divides (W halves to fit)."""
     c = cfg.conv2d
-    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == bname), None)
+    blk = _conv_block(kernel, bname)
     loops = _direct_loops(blk) if blk is not None else None
-    if loops is None or blk.kinds not in (["spatial"] * 4 + ["reduce"] * 3, ["spatial"] * 5 + ["reduce"] * 3):
+    gr = 1 if blk is not None and _grouped(blk) else 0  # a group loop: n g co oh ow | ci kh kw
+    if loops is None or _depthwise(blk) or blk.kinds != ["spatial"] * (4 + gr) + ["reduce"] * 3:
         return False
-    gr = len(loops) - 7  # 1 with a group loop (n g co oh ow | ci kh kw)
+    bname = blk.block_name.data
     co_ext, ow_ext = const_index(loops[1 + gr].ub), const_index(loops[3 + gr].ub)
     if co_ext is None:
         return False
@@ -284,7 +314,9 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
 
     if not transaction.attempt(kernel, main):
         return False
-    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in")))
+    transaction.attempt(
+        kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in"))
+    )
     if cfg.fuse_consumers:
         _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
                         lambda s: s.get_loops(s.get_block(bname))[(1 if fuse_at == "co0" else 2) + gr])
@@ -327,14 +359,16 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     (n c oh ow | kh kw) too. Only when the row vectorizes (stride 1): strided rows keep the
     generic schedule, which measured faster than a scalar row over the padded copy."""
     c = cfg.conv2d
-    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    blk = _conv_block(kernel)
     loops = _direct_loops(blk) if blk is not None else None
-    if loops is None or blk.kinds not in (["spatial"] * 5 + ["reduce"] * 3, ["spatial"] * 4 + ["reduce"] * 2):
+    dw = blk is not None and _depthwise(blk)  # depthwise: n c oh ow | kh kw
+    want = ["spatial"] * 4 + ["reduce"] * 2 if dw else ["spatial"] * 5 + ["reduce"] * 3
+    if loops is None or not (dw or _grouped(blk)) or blk.kinds != want:
         return False
-    dw = len(loops) == 6  # depthwise: n c oh ow | kh kw
+    bname = blk.block_name.data
 
     def main(s: Schedule) -> None:
-        b = s.get_block("conv2d")
+        b = s.get_block(bname)
         if c.fma:
             _contract_fma(b)
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, 1)
@@ -358,10 +392,10 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if not transaction.attempt(kernel, main):
         return False
     if cfg.fuse_consumers:
-        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
-                        lambda s: s.get_loops(s.get_block("conv2d"))[1 if dw else 2])
+        _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
+                        lambda s: s.get_loops(s.get_block(bname))[1 if dw else 2])
     def vec_init(s: Schedule) -> None:
-        last = s.get_loops(s.get_block("conv2d_init"))[-1]
+        last = s.get_loops(s.get_block(f"{bname}_init"))[-1]
         w = fit_width(last, cfg.width, along=last)
         if w == 0:
             raise ScheduleError("conv rows: no vector width fits", last)
@@ -373,9 +407,9 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if c.parallel and par != "none":
         first = {"c": 1, "n": 0, "oh": 2 if not dw else 1}[par]
         for depth in ((first, 1, 0) if dw else (first, 1, 2, 0)):
-            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
                 break
-    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init"})
     return True
 
 
@@ -385,24 +419,27 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     the padded input reads are clamped, so loop-lower-vectors cannot); co runs in parallel;
     consumers are computed per output channel."""
     c = cfg.conv2d
-    if c.vectorize and _schedule_conv2d_vector(kernel, cfg, rest=False):
+    convs = [b.block_name.data for b in loop.blocks_of_kind(kernel, "conv2d")]  # stamped by graph-legalize
+    if not convs:
+        return False
+    if c.vectorize and _schedule_conv2d_vector(kernel, cfg, convs[0], rest=False):
         # the kernel's other convs take the vector path too (ResNet's projection shortcut:
-        # conv2d and conv2d_1 feed one residual add; generic, conv2d_1 was 3/4 of ResNet-50)
-        skip = _tile_blocks("conv2d")
-        for b in list(loop.blocks_of(kernel)):
-            n = b.block_name.data
-            if n.startswith("conv2d_") and n[7:].isdigit() and _schedule_conv2d_vector(kernel, cfg, n, rest=False):
+        # two convs feed one residual add; generic, the second was 3/4 of ResNet-50)
+        skip = _tile_blocks(convs[0])
+        for n in convs[1:]:
+            if _schedule_conv2d_vector(kernel, cfg, n, rest=False):
                 skip |= _tile_blocks(n)
         _schedule_rest(kernel, cfg, skip=skip)
         return True
     if _schedule_conv2d_rows(kernel, cfg):
         return True
-    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "conv2d"), None)
+    blk = _conv_block(kernel)
     if blk is None or blk.kinds != ["spatial"] * 4 + ["reduce"] * 3 or _direct_loops(blk) is None:
         return False
+    bname = blk.block_name.data
 
     def main(s: Schedule) -> None:
-        b = s.get_block("conv2d")
+        b = s.get_block(bname)
         if c.fma:
             _contract_fma(b)
         n, co, oh, ow, ci, kh, kw = s.get_loops(b)
@@ -411,15 +448,17 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if not transaction.attempt(kernel, main):
         return False
-    transaction.attempt(kernel, lambda s: _forward_init(kernel, s.get_block("conv2d_init"), s.get_block("conv2d_acc_in")))
+    transaction.attempt(
+        kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in"))
+    )
     if cfg.fuse_consumers:
-        _fuse_consumers(kernel, Schedule(kernel).get_block("conv2d"),
-                        lambda s: s.get_loops(s.get_block("conv2d"))[1])
+        _fuse_consumers(kernel, Schedule(kernel).get_block(bname),
+                        lambda s: s.get_loops(s.get_block(bname))[1])
     if c.parallel:
         for depth in (1, 0, 2):
-            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block("conv2d"))[d])):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
                 break
-    _schedule_rest(kernel, cfg, skip={"conv2d", "conv2d_init"})
+    _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init"})
     return True
 
 

@@ -1,5 +1,5 @@
-"""Rule: matmul (block "matmul"): register blocking, hoisted init, fused consumers per row block
-(see the package docstring for the tiling)."""
+"""Rule: matmul (the block graph-legalize stamps `kind = "matmul"`): register blocking, hoisted init,
+fused consumers per row block (see the package docstring for the tiling)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from minimlir.passes.loop.schedule.api import (
     const_index,
 )
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes.loop.schedule.default._helpers import _cache_accumulator, _contract_fma, _direct_loops, _fuse_consumers, _mark_width, fit_width
+from minimlir.passes.loop.schedule.default._helpers import (
+    _cache_accumulator,
+    _contract_fma,
+    _direct_loops,
+    _fuse_consumers,
+    _mark_width,
+    fit_width,
+)
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
@@ -24,12 +31,13 @@ from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     k = cfg.matmul
     W = cfg.width
-    blk = next((b for b in loop.blocks_of(kernel) if b.block_name.data == "matmul"), None)
+    blk = next(iter(loop.blocks_of_kind(kernel, "matmul")), None)  # stamped by graph-legalize
     if blk is None or blk.kinds[-1] != "reduce" or blk.kinds.count("reduce") != 1:
         return False
     if _direct_loops(blk) is None or len(blk.kinds) < 3:
         return False
     mr, nv = max(1, k.mr), max(1, k.nv)
+    bname = blk.block_name.data  # the Schedule API's handle of the block (and of those made from it)
     out_bufs = {op.memref for op in blk.body.walk() if isinstance(op, mem.StoreOp)}
     j_var = blk.body.block.args[-2]
     j_bufs = {
@@ -71,7 +79,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
 
     def main(s: Schedule) -> None:
-        b = s.get_block("matmul")
+        b = s.get_block(bname)
         if k.fma:
             _contract_fma(b)
         *batch, i, j, kk = s.get_loops(b)
@@ -88,7 +96,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
         s.decompose_reduction(b, s.get_loops(b)[len(batch) + (2 if order == "ijk" else 1)])
         if k.accumulate_in_registers:
-            _cache_accumulator(kernel, b, [mr, nv, W], "matmul_acc")
+            _cache_accumulator(kernel, b, [mr, nv, W], f"{bname}_acc")
 
     if not transaction.attempt(kernel, main):
         return False
@@ -99,20 +107,20 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         def pack(s: Schedule) -> None:
             # B's rows are N floats apart: pack the tile the k1 loop streams (kc x nv*W) once
             # per j0 and reuse it for the mc/mr row blocks of i1
-            mb = s.get_block("matmul")
+            mb = s.get_block(bname)
             j0 = s.get_loops(mb)[len(mb.bindings) - 1]
-            copy = s.cache_read(mb, b_buf, j0, "matmul_pack_b")
+            copy = s.cache_read(mb, b_buf, j0, f"{bname}_pack_b")
             inner = s.get_loops(copy)[-1]
             s.vectorize(inner)
             _mark_width(inner, W)
 
         transaction.attempt(kernel, pack)
-    b = Schedule(kernel).get_block("matmul")
+    b = Schedule(kernel).get_block(bname)
     if cfg.fuse_consumers:
         nb = len(b.bindings)
-        _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block("matmul"))[nb - 3])
+        _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block(bname))[nb - 3])
 
-    for name in ("matmul", "matmul_acc_in", "matmul_acc_out"):
+    for name in (bname, f"{bname}_acc_in", f"{bname}_acc_out"):
 
         def inner(s: Schedule, name=name) -> None:
             loops = s.get_loops(s.get_block(name))
@@ -127,15 +135,15 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             transaction.attempt(kernel, inner)
 
     def init(s: Schedule) -> None:
-        ib = s.get_block("matmul_init")
+        ib = s.get_block(f"{bname}_init")
         s.vectorize(s.get_loops(ib)[-1])
         _mark_width(s.get_loops(ib)[-1], W)
 
     transaction.attempt(kernel, init)
     if parallel:
         nb = len(b.bindings)
-        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block("matmul"))[nb - 3]))
-    _schedule_rest(kernel, cfg, skip={"matmul", "matmul_init", "matmul_acc_in", "matmul_acc_out"})
+        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block(bname))[nb - 3]))
+    _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"})
     return True
 
 

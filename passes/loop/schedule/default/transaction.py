@@ -1,5 +1,10 @@
 """Transactions: try a group of schedule primitives on a kernel, roll the kernel back if one
-refuses. `attempt` is the only place a rule's refusal is caught; REFUSALS records why."""
+refuses. `attempt` is the only place a rule's refusal is caught; REFUSALS records why.
+
+A refusal is a ScheduleError (the Schedule API's "this request is illegal here", or a rule's own
+"this kernel is not of my shape"). Anything else a rule raises (AssertionError, IndexError, …) is a
+bug in the rule and propagates: loop-schedule then fails as a crashed pass, instead of the kernel
+silently keeping a slower schedule."""
 
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ def attempt(kernel: func.FuncOp, fn: Callable[[Schedule], object], *, marks_only
         if _verify_steps():
             kernel.verify()
         return True
-    except (ScheduleError, AssertionError, ValueError, IndexError) as e:
+    except ScheduleError as e:
         REFUSALS.append(f"@{kernel.sym_name.data}: {type(e).__name__}: {e}")
         if backup is None:
             return False
