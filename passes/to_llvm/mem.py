@@ -311,6 +311,7 @@ class MemLowering:
         self.scaled: dict[tuple[SSAValue, int], SSAValue] = {}  # (i64 value, stride) -> product
         self.sums: dict[tuple, SSAValue] = {}  # (block, terms, constant) -> linear offset
         self.bases: dict[tuple, SSAValue] = {}  # (block, ptr, element type, terms) -> gep
+        self.products: dict[tuple, SSAValue] = {}  # dynamic strides and index * stride products
         self.memref_casts: list[Operation] = []  # the casts that rebuild memrefs (erased at the end)
 
     # ------------------------------------------------------------ shared values
@@ -373,6 +374,54 @@ class MemLowering:
         mul = llvm.MulOp(v, c, overflow=_NSW_FLAGS)
         Rewriter.insert_op(mul, at)
         r = self.scaled[key] = mul.results[0]
+        return r
+
+    def dynamic_strides(self, dims: list[Dim]) -> list[tuple[int, SSAValue | None]] | None:
+        """Row-major strides of a shape with dynamic dims, each as (static factor, product of
+        the later dynamic dims or None). The products are built once per function, at the start
+        of its entry block; None (Horner form instead) unless every dynamic dim is an argument
+        of a function's entry block (a kernel's descriptor), where they dominate every access."""
+        dyn = [d for d in dims if not isinstance(d, int)]
+        for d in dyn:
+            if not isinstance(d, BlockArgument) or _entry_block(d.block) is not d.block:
+                return None
+        out: list[tuple[int, SSAValue | None]] = []
+        static = 1
+        later: tuple[SSAValue, ...] = ()
+        for d in reversed(dims):
+            out.append((static, self.dim_product(later) if later else None))
+            if isinstance(d, int):
+                static *= d
+            else:
+                later = (d, *later)
+        out.reverse()
+        return out
+
+    def dim_product(self, dims: tuple[SSAValue, ...]) -> SSAValue:
+        """d_0 * d_1 * … (nsw) of entry-block arguments, once per function, at its entry start."""
+        if len(dims) == 1:
+            return dims[0]
+        r = self.products.get(dims)
+        if r is None:
+            rest = self.dim_product(dims[1:])
+            mul = llvm.MulOp(dims[0], rest, overflow=_NSW_FLAGS)
+            at = InsertPoint.after(rest.owner) if isinstance(rest, OpResult) else InsertPoint.at_start(dims[0].block)
+            Rewriter.insert_op(mul, at)
+            r = self.products[dims] = mul.results[0]
+        return r
+
+    def times(self, b: _Emitter, v: SSAValue, prod: SSAValue) -> SSAValue:
+        """`v * prod` (`prod` from `dim_product`), one per pair: right after the definition of
+        `v` when that is in a nested block (hoisted out of inner loops), else before `b.anchor`."""
+        entry = _entry_block(b.anchor.parent)
+        nested = (isinstance(v, OpResult) and v.owner.parent is not entry) or (
+            isinstance(v, BlockArgument) and v.block is not entry)
+        key = (v, prod) if nested else (b.anchor.parent, v, prod)
+        r = self.products.get(key)
+        if r is None:
+            mul = llvm.MulOp(v, prod, overflow=_NSW_FLAGS)
+            Rewriter.insert_op(mul, _after_def(v) if nested else InsertPoint.before(b.anchor))
+            r = self.products[key] = mul.results[0]
         return r
 
     def linear_sum(self, b: _Emitter, terms: list[SSAValue], offset: int) -> Dim:
@@ -480,6 +529,34 @@ class MemLowering:
                 base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
             return b.gep(base, offset, elem), t
         dims = _dims(t, dyn)
+        strides = self.dynamic_strides(dims)
+        if strides is not None:
+            # the static path with each stride `static * product of the later dynamic dims`
+            # (the products built once at function entry, each index * stride once): an
+            # address is one shared base gep per block plus a constant, as for static shapes
+            offset = 0
+            terms = []
+            for idx, (stride, prod) in zip(indices, strides):
+                c = _const_int(idx)
+                if not stride:
+                    continue
+                if prod is None:
+                    if c is not None:
+                        offset += c * stride
+                    else:
+                        terms.append(self.scale(self.as_i64(idx), stride))
+                elif c is not None:
+                    if c:
+                        terms.append(self.scale(prod, c * stride))
+                else:
+                    terms.append(self.times(b, self.scale(self.as_i64(idx), stride), prod))
+            if not terms:
+                return b.gep(ptr, offset, elem), t
+            key = (b.anchor.parent, ptr, elem, *terms)
+            base = self.bases.get(key)
+            if base is None:
+                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
+            return b.gep(base, offset, elem), t
         linear: Dim = 0
         for k, idx in enumerate(indices):
             c = _const_int(idx)

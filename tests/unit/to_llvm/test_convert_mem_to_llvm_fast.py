@@ -88,7 +88,27 @@ def test_dynamic_shape_still_linearizes():
       %v = mem.load %a[%i, %c2] : memref<?x8xf32> -> f32
       func.return
     }""")
+    # as for a static shape: base gep a + i * 8, the constant index in a second gep
     (mul,) = _ops(m, llvm.MulOp)
-    (add,) = _ops(m, llvm.AddOp)
-    assert add.lhs is mul.res
-    assert isinstance(add.rhs.owner, llvm.ConstantOp) and add.rhs.owner.value.value.data == 2
+    assert not _ops(m, llvm.AddOp)
+    base, elem = _ops(m, llvm.GEPOp)
+    assert base.ssa_indices[0] is mul.res and elem.ptr is base.result
+    assert list(elem.rawConstantIndices.iter_values()) == [2]
+
+
+def test_dynamic_strides_are_built_once():
+    m = _lower("""
+    func.func @k(%a: memref<?x?x?xf32>, %x: index, %y: index) attributes {loop.kernel} {
+      cf.br ^body(%x, %y : index, index)
+    ^body(%i: index, %j: index):
+      %v = mem.load %a[%i, %j, %j] : memref<?x?x?xf32> -> f32
+      %w = mem.load %a[%i, %j, %i] : memref<?x?x?xf32> -> f32
+      mem.store %v, %a[%j, %i, %i] : f32, memref<?x?x?xf32>
+      func.return
+    }""")
+    # d1 * d2 once at entry; i * (d1 * d2), j * d2, j * (d1 * d2), i * d2 once each, not per access
+    muls = _ops(m, llvm.MulOp)
+    assert len(muls) == 5
+    entry, body = m.body.block.first_op.body.blocks
+    (stride,) = [op for op in muls if op.parent is entry]
+    assert {stride.lhs, stride.rhs} == set(entry.args[2:4])
