@@ -53,9 +53,13 @@ def _freeze(case) -> onnx.ModelProto:
         for k, i in enumerate(node.input)
         if i in names and (k >= 1 or node.op_type in ("ConstantOfShape", "Range"))
     }
+    # float parameters: Resize's roi and scales, Upsample's scales
+    float_params = {i for node in m.graph.node if node.op_type in ("Resize", "Upsample")
+                    for i in node.input[1:] if i in names}
     keep = []
     for vi, array in zip(list(m.graph.input), inputs):
-        if vi.name in params and vi.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+        if vi.name in float_params or (
+                vi.name in params and vi.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)):
             m.graph.initializer.append(numpy_helper.from_array(_to_array(array), vi.name))
         else:
             keep.append(vi)

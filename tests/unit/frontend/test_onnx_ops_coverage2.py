@@ -29,6 +29,11 @@ def _unsupported(model: onnx.ModelProto, match: str) -> None:
         import_onnx(model)
 
 
+def test_resize_of_a_dynamic_dim_is_unsupported():
+    m = _resize_model(13, {"mode": "nearest"}, ["n", 1, 2, 2], [1, 1, 4, 4], sizes=[1, 1, 4, 4])
+    _unsupported(m, "Resize of a dynamic dim")
+
+
 # --------------------------------------------------------------------------------------------
 # OnnxBackend: a run-time `axes` input that reaches an op inside an expanded function body
 
@@ -44,3 +49,95 @@ def test_backend_specializes_axes_of_an_expanded_function(op, fn):
     for axis in (1, 2):
         (y,) = rep.run([x, np.array([axis], np.int64)])
         np.testing.assert_allclose(y, fn(x, axis), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# Resize / Upsample
+
+
+def _resize_model(opset, attrs, x_shape, out_shape, scales=None, sizes=None, roi=None, elem=F):
+    inits, ins = [], ["x", "", "", ""]
+    if roi is not None:
+        inits.append(helper.make_tensor("roi", F, [len(roi)], roi))
+        ins[1] = "roi"
+    if scales is not None:
+        inits.append(helper.make_tensor("scales", F, [len(scales)], scales))
+        ins[2] = "scales"
+    if sizes is not None:
+        inits.append(helper.make_tensor("sizes", I64, [len(sizes)], sizes))
+        ins[3] = "sizes"
+    while ins and ins[-1] == "":
+        ins.pop()
+    return _model([helper.make_node("Resize", ins, ["y"], **attrs)],
+                  [_vi("x", elem, x_shape)], [_vi("y", elem, out_shape)], opset, inits)
+
+
+@pytest.mark.parametrize("attrs,scales,sizes", [
+    ({"mode": "nearest"}, [1, 1, 2, 1.5], None),
+    ({"mode": "nearest", "nearest_mode": "ceil", "coordinate_transformation_mode": "align_corners"}, None, [1, 1, 7, 3]),
+    ({"mode": "linear"}, [1, 1, 0.6, 2.5], None),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, None, [1, 1, 3, 1]),
+    ({"mode": "linear", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 1.7, 0.5], None),
+    ({"mode": "cubic"}, [1, 1, 1.5, 0.75], None),
+    ({"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, None, [1, 1, 9, 5]),
+])
+def test_resize_opset13_dynamic_batch(attrs, scales, sizes):
+    """The batch dim is dynamic (not resized), one compile, two batch sizes (sizes: opset 18 with
+    axes [2, 3], since sizes for every axis would resize the dynamic batch)."""
+    if sizes is not None:
+        attrs, sizes = {**attrs, "axes": [2, 3]}, sizes[2:]
+    m = _resize_model(13 if sizes is None else 18, attrs, ["n", 1, 5, 6], ["n", 1, None, None],
+                      scales=scales, sizes=sizes)
+    check_against_ort(m, [{"x": _f32(1, 1, 5, 6)}, {"x": _f32(3, 1, 5, 6)}], ["graph.gather"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_opset18_antialias_axes(mode):
+    m = _resize_model(18, {"mode": mode, "antialias": 1, "axes": [3, 2]}, [2, 3, 9, 8], [2, 3, 4, 3],
+                      sizes=[3, 4])
+    check_against_ort(m, [{"x": _f32(2, 3, 9, 8)}], rtol=1e-5, atol=1e-6)
+
+
+def test_resize_tf_crop_and_resize_extrapolation():
+    m = _resize_model(13, {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                           "extrapolation_value": 7.0}, [1, 2, 6, 6], [1, 2, 4, 5],
+                      sizes=[1, 2, 4, 5], roi=[0, 0, -0.2, 0.3, 1, 1, 0.8, 1.4])
+    check_against_ort(m, [{"x": _f32(1, 2, 6, 6)}], rtol=1e-5, atol=1e-6)
+
+
+def test_resize_nearest_uint8_image():
+    """uint8 nearest resize is exact (a gather, no arithmetic)."""
+    m = _resize_model(19, {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                           "nearest_mode": "round_prefer_ceil"}, ["n", 3, 4, 5], ["n", 3, 6, 10],
+                      scales=[1, 1, 1.5, 2], elem=U8)
+    for b in (1, 2):
+        x = _rng.integers(0, 256, (b, 3, 4, 5), dtype=np.uint8)
+        check_against_ort(m, [{"x": x}])
+
+
+@pytest.mark.parametrize("scales", [[1, 1, 2, 1.5], [1, 1, 0.6, 0.4]])
+def test_resize_opset10_and_upsample(scales):
+    """Resize-10 nearest: floor when upsampling, ceil when downsampling (as onnxruntime)."""
+    m = _model([helper.make_node("Resize", ["x", "s"], ["y"], mode="nearest")],
+               [_vi("x", F, [1, 1, 5, 7])], [_vi("y", F, None)], 10,
+               [helper.make_tensor("s", F, [4], scales)])
+    check_against_ort(m, [{"x": _f32(1, 1, 5, 7)}])
+    m = _model([helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")],
+               [_vi("x", F, [1, 1, 3, 4])], [_vi("y", F, [1, 1, 6, 8])], 9,
+               [helper.make_tensor("s", F, [4], [1, 1, 2, 2])])
+    check_against_ort(m, [{"x": _f32(1, 1, 3, 4)}], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("attrs,match", [
+    ({"mode": "bilinear"}, "mode 'bilinear' is not a Resize mode"),
+    ({"mode": "nearest", "antialias": 1}, "antialias is defined for linear and cubic"),
+    ({"mode": "linear", "coordinate_transformation_mode": "centered"}, "coordinate_transformation_mode 'centered'"),
+    ({"mode": "nearest", "nearest_mode": "up"}, "nearest_mode 'up'"),
+])
+def test_resize_illegal_attributes(attrs, match):
+    _unsupported(_resize_model(19, attrs, [1, 1, 2, 2], [1, 1, 4, 4], scales=[1, 1, 2, 2]), match)
+
+
+def test_resize_linear_of_integers_is_unsupported():
+    _unsupported(_resize_model(19, {"mode": "linear"}, [1, 1, 2, 2], [1, 1, 4, 4], scales=[1, 1, 2, 2], elem=U8),
+                 "mode 'linear' of ui8")
