@@ -17,9 +17,6 @@ KNOWN_GAPS = re.compile(
     r"dtype (u?int(2|4|8|16|32|64)|bfloat16|float8\w*|float4\w*|string)|cast to \w+"
     r"|3-D kernel|AveragePool with dilations|training mode|training_mode|the Indices output"
     r"|mode 'wrap'|graph input is not a tensor|constant_value must be a constant"
-    # LayerNormalization's *_expanded cases reshape to Concat(Shape(x)[:axis], [-1]): a shape
-    # tensor whose length is not known at import (selected since the new ops joined OP_TABLE)
-    r"|the target shape is not a 1-D integer tensor of static length"
 )
 
 

@@ -141,3 +141,26 @@ def test_resize_illegal_attributes(attrs, match):
 def test_resize_linear_of_integers_is_unsupported():
     _unsupported(_resize_model(19, {"mode": "linear"}, [1, 1, 2, 2], [1, 1, 4, 4], scales=[1, 1, 2, 2], elem=U8),
                  "mode 'linear' of ui8")
+
+
+# --------------------------------------------------------------------------------------------
+# constant folding of exact unary ops (LayerNormalization's expanded body: ConstantOfShape(Neg(axis)))
+
+
+def test_layer_norm_body_shape_arithmetic_folds():
+    """Reshape(y, Concat(Shape(x)[:axis], ConstantOfShape(Neg(axis)))) with axis = -1: the
+    target shape has static length only if Neg of the constant folds at import."""
+    nodes = [
+        helper.make_node("Constant", [], ["axis"], value=helper.make_tensor("a", I64, [1], [-1])),
+        helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("z", I64, [1], [0])),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "zero", "axis"], ["prefix"]),
+        helper.make_node("Neg", ["axis"], ["nred"]),
+        helper.make_node("ConstantOfShape", ["nred"], ["suffix"], value=helper.make_tensor("one", I64, [1], [1])),
+        helper.make_node("Concat", ["prefix", "suffix"], ["rshape"], axis=0),
+        helper.make_node("ReduceMean", ["x"], ["m"], axes=[1]),
+        helper.make_node("Flatten", ["m"], ["m2"], axis=1),
+        helper.make_node("Reshape", ["m2", "rshape"], ["y"]),
+    ]
+    m = _model(nodes, [_vi("x", F, [3, 4])], [_vi("y", F, [3, 1])], 17)
+    check_against_ort(m, [{"x": _f32(3, 4)}], rtol=1e-6, atol=1e-7)
