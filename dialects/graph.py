@@ -2286,6 +2286,11 @@ from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers
     TanOp,
 )
 
+from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)
+    COVERAGE_OPS,
+    ReduceProdOp,
+)
+
 Graph = Dialect(
     "graph",
     [
@@ -2302,6 +2307,7 @@ Graph = Dialect(
         BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
         *MORE_OPS,
+        *COVERAGE_OPS,
     ],
     [],
 )

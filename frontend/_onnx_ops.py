@@ -1461,3 +1461,4 @@ def emit_argmax(n: NodeView) -> list:
 # More emitters (operator coverage) live in their own module and register themselves here.
 from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
+from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401

@@ -88,6 +88,7 @@ PATTERNS: dict[OpPattern, tuple[type[Operation], ...]] = {
 PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
 PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
 PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
+PATTERNS[OpPattern.COMM_REDUCE] += (graph.ReduceProdOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

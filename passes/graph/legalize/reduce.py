@@ -117,6 +117,8 @@ def identity(kind: str, t: Attribute, b: Emitter) -> SSAValue:
     false and min at true)."""
     if kind == "sum":
         return b.const(0, t)
+    if kind == "prod":
+        return b.const(1, t)
     if isinstance(t, AnyFloat):
         return b.const(float("-inf") if kind == "max" else float("inf"), t)
     assert isinstance(t, IntegerType)
@@ -132,7 +134,7 @@ def combine(kind: str, b: Emitter, acc: SSAValue, v: SSAValue) -> SSAValue:
     """acc (kind) v; on i1 max is `or` and min is `and` (a signed max would take true as -1)."""
     if kind != "sum" and acc.type == IntegerType(1):
         return b.emit(arith.OrIOp(acc, v) if kind == "max" else arith.AndIOp(acc, v))
-    return {"sum": b.add, "max": b.max, "min": b.min}[kind](acc, v)
+    return {"sum": b.add, "prod": b.mul, "max": b.max, "min": b.min}[kind](acc, v)
 
 
 def as_element(b: Emitter, n: Index, t: Attribute) -> SSAValue:
@@ -191,6 +193,7 @@ _REDUCE_KIND = {
     graph.ReduceMeanOp: "sum",
     graph.ReduceMaxOp: "max",
     graph.ReduceMinOp: "min",
+    graph.ReduceProdOp: "prod",
 }
 
 
@@ -210,8 +213,8 @@ class LegalizeReduce(Legalization):
         keep = bool(op.keepdims.value.data)  # type: ignore[attr-defined]
         dims = kb.dims(x)
         t = _elt(y)
-        if kind == "sum" and t == IntegerType(1):
-            raise NotImplementedError("sum / mean of an i1 (bool) tensor: cast it first")
+        if kind in ("sum", "prod") and t == IntegerType(1):
+            raise NotImplementedError("sum / mean / prod of an i1 (bool) tensor: cast it first")
         if not axes:  # identity (ONNX noop_with_empty_axes)
             with kb.nest(name, dims) as (b, ivs):
                 b.store(b.load(x, ivs), y, ivs)

@@ -50,9 +50,10 @@ def _freeze(case) -> onnx.ModelProto:
         for k, i in enumerate(node.input)
         if i in names and (k >= 1 or node.op_type in ("ConstantOfShape", "Range"))
     }
-    # float parameters: Resize's roi and scales, Upsample's scales
+    # float parameters: Resize's roi and scales, Upsample's scales, OneHot's depth
     float_params = {i for node in m.graph.node if node.op_type in ("Resize", "Upsample")
                     for i in node.input[1:] if i in names}
+    float_params |= {node.input[1] for node in m.graph.node if node.op_type == "OneHot" and node.input[1] in names}
     keep = []
     for vi, array in zip(list(m.graph.input), inputs):
         if vi.name in float_params or (

@@ -164,3 +164,102 @@ def test_layer_norm_body_shape_arithmetic_folds():
     ]
     m = _model(nodes, [_vi("x", F, [3, 4])], [_vi("y", F, [3, 1])], 17)
     check_against_ort(m, [{"x": _f32(3, 4)}], rtol=1e-6, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------------------
+# EyeLike, OneHot, Hardmax, InstanceNormalization, ReduceProd
+
+
+@pytest.mark.parametrize("opset", [9, 22])
+@pytest.mark.parametrize("attrs", [{}, {"k": 2}, {"k": -1, "dtype": TensorProto.INT32}, {"dtype": TensorProto.DOUBLE}])
+def test_eye_like(opset, attrs):
+    out = attrs.get("dtype", F)
+    m = _model([helper.make_node("EyeLike", ["x"], ["y"], **attrs)], [_vi("x", F, [4, 6])], [_vi("y", out, [4, 6])], opset)
+    check_against_ort(m, [{"x": _f32(4, 6)}])
+
+
+def test_eye_like_illegal():
+    _unsupported(_model([helper.make_node("EyeLike", ["x"], ["y"])], [_vi("x", F, [2, 3, 4])],
+                        [_vi("y", F, [2, 3, 4])], 9), "EyeLike of a rank-3 tensor")
+    _unsupported(_model([helper.make_node("EyeLike", ["x"], ["y"], dtype=TensorProto.STRING)], [_vi("x", F, [2, 3])],
+                        [_vi("y", TensorProto.STRING, [2, 3])], 9), "dtype string")
+
+
+@pytest.mark.parametrize("opset,axis", [(9, -1), (11, 0), (11, 1), (11, -2)])
+def test_one_hot_dynamic(opset, axis):
+    depth = helper.make_tensor("depth", I64, [], [5])
+    m = _model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], axis=axis)],
+               [_vi("i", I64, ["n", 2]), _vi("v", F, [2])], [_vi("y", F, None)], opset, [depth])
+    v = np.array([-1.5, 3.0], np.float32)
+    lo = -5 if opset >= 11 else 0  # negative indices count from the end from opset 11
+    feeds = [{"i": _rng.integers(lo, 7, (b, 2)).astype(np.int64), "v": v} for b in (1, 4)]
+    check_against_ort(m, feeds, ["graph.where"])
+
+
+def test_one_hot_illegal():
+    depth = helper.make_tensor("depth", I64, [], [5])
+    m = _model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], axis=3)],
+               [_vi("i", I64, [3]), _vi("v", F, [2])], [_vi("y", F, None)], 11, [depth])
+    _unsupported(m, "OneHot: axis 3 is out of range")
+    m = _model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"])],
+               [_vi("i", I64, [3]), _vi("v", F, [3])], [_vi("y", F, None)], 11, [depth])
+    _unsupported(m, r"values must have shape \[2\]")
+
+
+@pytest.mark.parametrize("opset,axis", [(11, 1), (11, 0), (11, 2), (13, -1), (13, 1), (13, 0)])
+def test_hardmax(opset, axis):
+    m = _model([helper.make_node("Hardmax", ["x"], ["y"], axis=axis)],
+               [_vi("x", F, [3, 4, 5])], [_vi("y", F, [3, 4, 5])], opset)
+    x = _f32(3, 4, 5)
+    x[0, 1, :2] = 7.0  # a tie: the first maximum wins
+    check_against_ort(m, [{"x": x}])
+
+
+def test_hardmax_dynamic_batch():
+    m = _model([helper.make_node("Hardmax", ["x"], ["y"])], [_vi("x", F, ["n", 6])], [_vi("y", F, ["n", 6])], 13)
+    check_against_ort(m, [{"x": _f32(1, 6)}, {"x": _f32(5, 6)}], ["graph.argmax"])
+
+
+def test_hardmax_illegal_axis():
+    _unsupported(_model([helper.make_node("Hardmax", ["x"], ["y"], axis=3)], [_vi("x", F, [3, 4])],
+                        [_vi("y", F, [3, 4])], 13), "Hardmax: axis 3 is out of range")
+
+
+@pytest.mark.parametrize("opset", [6, 22])
+def test_instance_norm_dynamic(opset):
+    m = _model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+               [_vi("x", F, ["n", 3, "h", 5]), _vi("s", F, [3]), _vi("b", F, [3])], [_vi("y", F, ["n", 3, "h", 5])], opset)
+    s, b = _f32(3), _f32(3)
+    check_against_ort(m, [{"x": _f32(1, 3, 4, 5), "s": s, "b": b}, {"x": _f32(2, 3, 7, 5), "s": s, "b": b}],
+                      ["graph.reduce_mean"], rtol=1e-4, atol=1e-5)
+
+
+def test_instance_norm_illegal_rank():
+    _unsupported(_model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"])],
+                        [_vi("x", F, [2, 3]), _vi("s", F, [3]), _vi("b", F, [3])], [_vi("y", F, [2, 3])], 6),
+                 "rank-2 input")
+
+
+@pytest.mark.parametrize("opset,keepdims,axes", [(13, 1, [1]), (13, 0, [0, 2]), (13, 1, None), (18, 0, [-1]), (18, 1, None)])
+def test_reduce_prod(opset, keepdims, axes):
+    nodes_in, inits, attrs = ["x"], [], {"keepdims": keepdims}
+    if axes is not None and opset >= 18:
+        inits.append(helper.make_tensor("axes", I64, [len(axes)], axes))
+        nodes_in.append("axes")
+    elif axes is not None:
+        attrs["axes"] = axes
+    m = _model([helper.make_node("ReduceProd", nodes_in, ["y"], **attrs)], [_vi("x", F, ["n", 4, 3])],
+               [_vi("y", F, None)], opset, inits)
+    check_against_ort(m, [{"x": _f32(2, 4, 3)}, {"x": _f32(3, 4, 3)}], ["graph.reduce_prod"], rtol=1e-5)
+
+
+def test_reduce_prod_int64_and_empty():
+    m = _model([helper.make_node("ReduceProd", ["x"], ["y"], axes=[1])], [_vi("x", I64, [3, 4])], [_vi("y", I64, [3, 1])], 13)
+    check_against_ort(m, [{"x": _rng.integers(-3, 4, (3, 4)).astype(np.int64)}])
+    m = _model([helper.make_node("ReduceProd", ["x"], ["y"], axes=[1])], [_vi("x", F, [3, 0])], [_vi("y", F, [3, 1])], 13)
+    check_against_ort(m, [{"x": np.zeros((3, 0), np.float32)}])
+
+
+def test_reduce_prod_illegal_axis():
+    _unsupported(_model([helper.make_node("ReduceProd", ["x"], ["y"], axes=[2])], [_vi("x", F, [3, 4])],
+                        [_vi("y", F, None)], 13), "axis")

@@ -1,0 +1,191 @@
+"""More ONNX op emitters (operator coverage, issue 14, second round), registered in the op table
+of `minimlir.frontend._onnx_ops` (which imports this module at its end). Same contract as there:
+an emitter gets a `NodeView` and returns one entry per ONNX output; each documents its
+decomposition into graph ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+from xdsl.dialects.builtin import IntegerType, i64
+
+from minimlir.dialects import graph
+from minimlir.frontend._onnx_ops import (
+    _REDUCE,
+    _axis,
+    _const_input,
+    _elem,
+    _is_float,
+    _shape,
+    _ssa,
+    emit_reduce,
+    onnx_op,
+)
+from minimlir.frontend.onnx_import import (
+    _DTYPES,
+    DYNAMIC,
+    FOLD_LIMIT,
+    NodeView,
+    Unsupported,
+    element_type,
+    numpy_dtype_of,
+    onnx_dtype_name,
+)
+
+
+def _big_const(n: NodeView, array: np.ndarray):
+    """A constant result: folded when small, a weight (materialized once) when big."""
+    cx = n.cx
+    if array.size <= FOLD_LIMIT:
+        return cx.from_const(array)
+    v = cx.from_const(array, is_weight=True, name=n.proto.output[0])
+    cx.weight_locs.setdefault(v.name, cx.loc)
+    return v
+
+
+def _iota(cx, size: int, axis: int, rank: int):
+    """0..size-1 (int64) along `axis` of a rank-`rank` tensor of 1s elsewhere (a constant)."""
+    shape = [1] * rank
+    shape[axis] = size
+    return cx.ssa(cx.from_const(np.arange(size, dtype=np.int64).reshape(shape)))
+
+
+# --------------------------------------------------------------------------------------------
+# EyeLike, OneHot, Hardmax
+
+
+def _check_eye_like(node, opset):
+    for a in node.attribute:
+        if a.name == "dtype" and a.i not in _DTYPES:
+            return f"dtype {onnx_dtype_name(a.i)}"
+    return None
+
+
+@onnx_op("EyeLike", check=_check_eye_like)
+def emit_eye_like(n: NodeView) -> list:
+    """EyeLike(x, dtype, k) -> a constant: ones on the k-th diagonal of x's (static, 2-D) shape."""
+    x = n.input(0)
+    if x.rank != 2:
+        raise Unsupported(f"EyeLike of a rank-{x.rank} tensor (it must be 2-D)")
+    if DYNAMIC in x.shape:
+        raise Unsupported("EyeLike of a dynamic shape")
+    dt = n.attr("dtype")
+    dtype = _DTYPES[x.elem_type if dt is None else int(dt)][0]
+    rows, cols = x.shape
+    return [_big_const(n, np.eye(rows, cols, int(n.attr("k", 0)), dtype=dtype))]
+
+
+@onnx_op("OneHot")
+def emit_one_hot(n: NodeView) -> list:
+    """OneHot(indices, depth, values=[off, on], axis=-1) -> graph.where(graph.eq(idx, iota),
+    on, off) with idx = indices (cast to i64; negative + depth) with a unit dim inserted at
+    `axis` and iota 0..depth-1 along it; out-of-range indices give an all-off row. depth must be
+    a constant; off/on are graph.gather'ed from values."""
+    cx = n.cx
+    ind = _ssa(n, 0)
+    d = _const_input(n, 1, "depth")
+    if d is None or d.size != 1:
+        raise Unsupported("OneHot: depth must be one number")
+    depth = int(np.asarray(d).reshape(-1)[0])
+    if depth < 1:
+        raise Unsupported(f"OneHot: depth must be >= 1, got {depth}")
+    values = _ssa(n, 2)
+    if _shape(values) != [2]:
+        raise Unsupported(f"OneHot: values must have shape [2], got {_shape(values)}")
+    rank = len(_shape(ind)) + 1
+    axis = int(n.attr("axis", -1))
+    if not -rank <= axis < rank:
+        raise Unsupported(f"OneHot: axis {axis} is out of range for a rank-{rank} result")
+    axis = _axis(axis, rank)
+    if _elem(ind) != i64:
+        ind = cx.emit1(graph.CastOp(ind, i64))
+    depth_c = cx.scalar(depth, i64)
+    neg = cx.emit1(graph.LtOp(ind, cx.scalar(0, i64)))
+    ind = cx.emit1(graph.WhereOp(neg, cx.emit1(graph.AddOp(ind, depth_c)), ind))
+    dims = cx.dims(ind)
+    ind = cx.reshape(ind, dims[:axis] + [1] + dims[axis:])
+    hot = cx.emit1(graph.EqOp(ind, _iota(cx, depth, axis, rank)))
+    zero = cx.ssa(cx.from_const(np.array(0, np.int64)))
+    one = cx.ssa(cx.from_const(np.array(1, np.int64)))
+    off = cx.emit1(graph.GatherOp(values, zero, 0))
+    on = cx.emit1(graph.GatherOp(values, one, 0))
+    return [cx.emit1(graph.WhereOp(hot, on, off))]
+
+
+@onnx_op("Hardmax")
+def emit_hardmax(n: NodeView) -> list:
+    """Hardmax(x, axis) -> graph.cast(graph.eq(iota along axis, graph.argmax(x, axis, keepdims)))
+    (1 at the first maximum). Before opset 13 the input is coerced to 2-D at `axis`
+    (graph.reshape) and the hardmax taken over the flattened trailing dims."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"Hardmax of {_elem(x)}")
+    rank = len(_shape(x))
+    legacy = n.opset < 13
+    axis = int(n.attr("axis", 1 if legacy else -1))
+    if not -rank <= axis < max(rank, 1) + (1 if legacy else 0):
+        raise Unsupported(f"Hardmax: axis {axis} is out of range for a rank-{rank} input")
+    axis = axis + rank if axis < 0 else axis
+    dims = cx.dims(x)
+    if legacy:
+        outer = 1
+        inner = 1
+        for dd in dims[:axis]:
+            outer = cx.iarith("mul", outer, dd)
+        for dd in dims[axis:]:
+            inner = cx.iarith("mul", inner, dd)
+        x2 = cx.reshape(x, [outer, inner])
+        return [cx.reshape(_hardmax_along(cx, x2, 1), dims)]
+    return [_hardmax_along(cx, x, axis)]
+
+
+def _hardmax_along(cx, x, axis: int):
+    size = _shape(x)[axis]
+    if size == DYNAMIC:
+        raise Unsupported("Hardmax along a dynamic dim")
+    am = cx.emit1(graph.ArgMaxOp(x, axis=axis, keepdims=True))
+    hot = cx.emit1(graph.EqOp(am, _iota(cx, size, axis, len(_shape(x)))))
+    return cx.emit1(graph.CastOp(hot, _elem(x)))
+
+
+# --------------------------------------------------------------------------------------------
+# InstanceNormalization
+
+
+@onnx_op("InstanceNormalization")
+def emit_instance_norm(n: NodeView) -> list:
+    """InstanceNormalization(x, scale, B, epsilon) over the spatial axes 2..: m = reduce_mean(x),
+    d = x - m, y = d * rsqrt(reduce_mean(d * d) + eps) * scale + B (scale, B reshaped to
+    [C, 1, ...]; two-pass variance)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"InstanceNormalization of {_elem(x)}")
+    rank = len(_shape(x))
+    if rank < 3:
+        raise Unsupported(f"InstanceNormalization of a rank-{rank} input (it needs N, C and spatial dims)")
+    eps = float(n.attr("epsilon", 1e-5))
+    axes = list(range(2, rank))
+    mean = cx.emit1(graph.ReduceMeanOp(x, axes, keepdims=True))
+    d = cx.emit1(graph.SubOp(x, mean))
+    var = cx.emit1(graph.ReduceMeanOp(cx.emit1(graph.MulOp(d, d)), axes, keepdims=True))
+    rstd = cx.emit1(graph.RsqrtOp(cx.emit1(graph.AddOp(var, cx.scalar(eps, _elem(x))))))
+    y = cx.emit1(graph.MulOp(d, rstd))
+    c = cx.dims(x)[1]
+    for i in (1, 2):
+        p = _ssa(n, i)
+        if len(_shape(p)) != 1:
+            raise Unsupported(f"InstanceNormalization: input {i} must be 1-D (one value per channel)")
+        p = cx.reshape(p, [c] + [1] * (rank - 2))
+        y = cx.emit1((graph.MulOp if i == 1 else graph.AddOp)(y, p))
+    return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# ReduceProd
+
+
+_REDUCE["ReduceProd"] = (graph.ReduceProdOp, 18)
+onnx_op("ReduceProd")(emit_reduce)
