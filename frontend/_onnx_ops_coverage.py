@@ -189,3 +189,130 @@ def emit_instance_norm(n: NodeView) -> list:
 
 _REDUCE["ReduceProd"] = (graph.ReduceProdOp, 18)
 onnx_op("ReduceProd")(emit_reduce)
+
+
+# --------------------------------------------------------------------------------------------
+# Einsum
+
+
+def parse_einsum(equation: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
+    """(each operand's subscripts, the output's), with "..." expanded into upper-case letters
+    (right-aligned across operands, as broadcasting) and the implicit output (ellipsis dims,
+    then the letters used once, in alphabetical order) made explicit. Raises Unsupported."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise Unsupported(f"Einsum: equation '{equation}' has {len(terms)} operands, the node {len(ranks)}")
+    ell_max = 0
+    parsed_raw = []
+    for term, rank in zip(terms, ranks):
+        if term.count("...") > 1 or "." in term.replace("...", ""):
+            raise Unsupported(f"Einsum: bad ellipsis in '{term}'")
+        letters = term.replace("...", "")
+        if not all(c.isascii() and c.isalpha() for c in letters):
+            raise Unsupported(f"Einsum: subscripts must be letters, got '{term}'")
+        n_ell = rank - len(letters)
+        if n_ell < 0 or (n_ell > 0 and "..." not in term):
+            raise Unsupported(f"Einsum: '{term}' does not match an operand of rank {rank}")
+        ell_max = max(ell_max, n_ell)
+        parsed_raw.append((term, n_ell))
+    if ell_max > 26:
+        raise Unsupported("Einsum: too many ellipsis dims")
+    ell = [f"#{i}" for i in range(ell_max)]  # placeholders, never letters
+
+    def expand(term: str, n_ell: int) -> list[str]:
+        head, dots, tail = term.partition("...")
+        return list(head) + (ell[ell_max - n_ell:] if dots else []) + list(tail)
+
+    ops = [expand(t, k) for t, k in parsed_raw]
+    if arrow:
+        if rhs.count("...") > 1 or "." in rhs.replace("...", ""):
+            raise Unsupported(f"Einsum: bad ellipsis in the output '{rhs}'")
+        out = expand(rhs, ell_max) if "..." in rhs else list(rhs)
+        known = {c for o in ops for c in o}
+        for c in out:
+            if c not in known:
+                raise Unsupported(f"Einsum: output subscript '{c}' is not an input subscript")
+        if len(set(out)) != len(out):
+            raise Unsupported(f"Einsum: output subscripts '{rhs}' repeat a letter")
+    else:
+        counts: dict[str, int] = {}
+        for o in ops:
+            for c in o:
+                if not c.startswith("#"):
+                    counts[c] = counts.get(c, 0) + 1
+        out = ell + sorted(c for c, k in counts.items() if k == 1)
+    return ops, out
+
+
+def _diagonal(cx, x, subs: list[str]) -> tuple[object, list[str]]:
+    """x with every repeated subscript reduced to its diagonal (graph.transpose the two dims
+    last, graph.reshape them into one, graph.gather every (n+1)-th element)."""
+    while True:
+        dup = next((c for c in subs if subs.count(c) > 1), None)
+        if dup is None:
+            return x, subs
+        p = subs.index(dup)
+        q = subs.index(dup, p + 1)
+        shape = _shape(x)
+        if shape[p] != shape[q] or shape[p] == DYNAMIC:
+            raise Unsupported(f"Einsum: diagonal over dims of sizes {shape[p]} and {shape[q]} (must be equal and static)")
+        nd = shape[p]
+        rest = [i for i in range(len(shape)) if i not in (p, q)]
+        x = cx.emit1(graph.TransposeOp(x, rest + [p, q])) if rest + [p, q] != list(range(len(shape))) else x
+        dims = cx.dims(x)
+        x = cx.reshape(x, dims[:-2] + [nd * nd])
+        idx = cx.ssa(cx.from_const(np.arange(nd, dtype=np.int64) * (nd + 1)))
+        x = cx.emit1(graph.GatherOp(x, idx, len(rest)))
+        subs = [subs[i] for i in rest] + [dup]
+
+
+@onnx_op("Einsum")
+def emit_einsum(n: NodeView) -> list:
+    """Einsum(x..., equation) -> repeated subscripts to diagonals, then each operand transposed
+    (graph.transpose) and unit-padded (graph.reshape) to one order of all subscripts (output
+    ones first), multiplied with broadcasting (graph.mul), summed over the contracted ones
+    (graph.reduce_sum): y[out] = sum over the rest of the product. An operand's subscripts
+    that appear nowhere else are summed first."""
+    cx = n.cx
+    eq = n.attr("equation")
+    eq = eq.decode() if isinstance(eq, bytes) else eq
+    if not eq:
+        raise Unsupported("Einsum needs an equation")
+    xs = [_ssa(n, i) for i in range(len([i for i in n.proto.input if i]))]
+    if not xs:
+        raise Unsupported("Einsum needs at least one input")
+    ops, out = parse_einsum(eq, [len(_shape(x)) for x in xs])
+    order = list(out) + sorted({c for o in ops for c in o} - set(out))
+    terms = []
+    for k, (x, subs) in enumerate(zip(xs, ops)):
+        x, subs = _diagonal(cx, x, list(subs))
+        elsewhere = set(out) | {c for j, o in enumerate(ops) if j != k for c in o}
+        alone = [i for i, c in enumerate(subs) if c not in elsewhere]
+        if alone:  # summed right away
+            x = cx.emit1(graph.ReduceSumOp(x, alone, keepdims=False))
+            subs = [c for i, c in enumerate(subs) if i not in alone]
+        perm = sorted(range(len(subs)), key=lambda i: order.index(subs[i]))
+        if perm != list(range(len(subs))):
+            x = cx.emit1(graph.TransposeOp(x, perm))
+            subs = [subs[i] for i in perm]
+        terms.append((x, subs))
+    # every operand gets one dim per subscript still in play (a 1 where it has none)
+    used = [c for c in order if any(c in subs for _, subs in terms)]
+    y = None
+    for x, subs in terms:
+        if len(subs) != len(used):
+            dims = cx.dims(x)
+            x = cx.reshape(x, [dims[subs.index(c)] if c in subs else 1 for c in used])
+        y = x if y is None else cx.emit1(graph.MulOp(y, x))
+    contracted = [i for i, c in enumerate(used) if c not in out]
+    if contracted:
+        y = cx.emit1(graph.ReduceSumOp(y, contracted, keepdims=False))
+    return [y]
+    # a dim that is 1 in every operand but broadcast elsewhere is already right; make the
+    # result exactly the output shape (a lone operand's unit dims stay as they are)
+    if cx.dims(y) != want and all(isinstance(d, int) for d in want):
+        y = cx.broadcast_to(y, want)
+    _ = elem
+    return [y]

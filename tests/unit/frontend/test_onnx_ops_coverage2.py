@@ -263,3 +263,45 @@ def test_reduce_prod_int64_and_empty():
 def test_reduce_prod_illegal_axis():
     _unsupported(_model([helper.make_node("ReduceProd", ["x"], ["y"], axes=[2])], [_vi("x", F, [3, 4])],
                         [_vi("y", F, None)], 13), "axis")
+
+
+# --------------------------------------------------------------------------------------------
+# Einsum
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bij,bjk->bik", [["n", 2, 3], ["n", 3, 4]]),
+    ("ij,jk", [[3, 4], [4, 5]]),                      # implicit output: ik
+    ("...ij,...jk->...ik", [["n", 2, 3], [1, 3, 4]]),   # broadcast ellipsis
+    ("i,j->ij", [[3], [4]]),
+    ("bhqd,bhkd->bhqk", [["n", 2, 3, 4], ["n", 2, 5, 4]]),
+    ("ii->i", [[4, 4]]),
+    ("iij->j", [[3, 3, 2]]),
+    ("ij,ij,ij->i", [[2, 3], [2, 3], [1, 3]]),
+    ("abc->cba", [[2, 3, 4]]),
+    ("ab,b->", [[3, 4], [4]]),
+    ("bij->b", [["n", 3, 4]]),
+])
+@pytest.mark.parametrize("opset", [12, 13])
+def test_einsum(eq, shapes, opset):
+    inputs = [_vi(f"x{i}", F, s) for i, s in enumerate(shapes)]
+    m = _model([helper.make_node("Einsum", [f"x{i}" for i in range(len(shapes))], ["y"], equation=eq)],
+               inputs, [_vi("y", F, None)], opset)
+    feeds = []
+    for b in (1, 3):
+        feeds.append({f"x{i}": _f32(*[b if d == "n" else d for d in s]) for i, s in enumerate(shapes)})
+    if not any("n" in s for s in shapes):
+        feeds = feeds[:1]
+    check_against_ort(m, feeds, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("eq,match", [
+    ("ij,jk->il", "output subscript 'l' is not an input subscript"),
+    ("ij->", "equation 'ij->' has 1 operands, the node 2"),
+    ("ijk,jk->ik", "'ijk' does not match an operand of rank 2"),
+    ("ij,jk->ii", "repeat a letter"),
+])
+def test_einsum_illegal_equation(eq, match):
+    m = _model([helper.make_node("Einsum", ["a", "b"], ["y"], equation=eq)],
+               [_vi("a", F, [2, 3]), _vi("b", F, [3, 4])], [_vi("y", F, None)], 12)
+    _unsupported(m, match)
