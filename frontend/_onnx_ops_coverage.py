@@ -316,3 +316,127 @@ def emit_einsum(n: NodeView) -> list:
         y = cx.broadcast_to(y, want)
     _ = elem
     return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# ConvTranspose
+
+
+def conv_transpose_geometry(in_sizes, kernel, strides, dilations, out_pad, pads, out_shape, auto_pad):
+    """(head pads, output sizes) per spatial dim, as onnxruntime resolves them: an output_shape
+    (or SAME_* auto_pad: in * stride) fixes the output and the total padding is split, the extra
+    half at the end (SAME_UPPER) or at the start (otherwise); else explicit pads."""
+    k = len(in_sizes)
+    full = [s * (i - 1) + op + (kk - 1) * d + 1
+            for i, kk, s, d, op in zip(in_sizes, kernel, strides, dilations, out_pad)]
+    if out_shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out_shape = [i * s for i, s in zip(in_sizes, strides)]
+    if out_shape is not None:
+        heads = []
+        for f, o in zip(full, out_shape):
+            total = max(0, f - o)
+            heads.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
+        return heads, list(out_shape)
+    pads = list(pads) if pads is not None else [0] * (2 * k)
+    return pads[:k], [f - pads[i] - pads[k + i] for i, f in enumerate(full)]
+
+
+def _check_conv_transpose(node, opset):
+    attrs = {a.name: a for a in node.attribute}
+    ap = attrs["auto_pad"].s.decode() if "auto_pad" in attrs else "NOTSET"
+    if ap not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        return f"auto_pad '{ap}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"
+    for name in ("strides", "dilations"):
+        if name in attrs and any(v < 1 for v in attrs[name].ints):
+            return f"{name} must be >= 1, got {list(attrs[name].ints)}"
+    if "group" in attrs and attrs["group"].i < 1:
+        return f"group must be >= 1, got {attrs['group'].i}"
+    return None
+
+
+@onnx_op("ConvTranspose", check=_check_conv_transpose)
+def emit_conv_transpose(n: NodeView) -> list:
+    """ConvTranspose(x, w, b) as a stride-1 graph.conv2d over the zero-upsampled input:
+    x (N, C, H, W) -> reshape (N, C, H, 1, W, 1) -> graph.pad to (N, C, H, sh, W, sw) -> reshape
+    (N, C, H*sh, W*sw) -> graph.pad by (k-1)*d - head at the start and out + head - in*s at the
+    end (negative pads crop) -> graph.conv2d {dilations, group} with the weight (C, M/g, kh, kw)
+    regrouped to (M, C/g, kh, kw) and flipped spatially (numpy for a constant weight, else
+    graph.reshape / graph.transpose / graph.slice steps -1). 1-D: through a unit H dim."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    w_v = n.input(1)
+    w = _ssa(n, 1)
+    rank = len(_shape(x))
+    k = rank - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{k}-D kernel (ConvTranspose is imported for 1-D and 2-D)")
+    if not _is_float(x):
+        raise Unsupported(f"ConvTranspose of {_elem(x)}")
+    wshape = _shape(w)
+    if len(wshape) != rank or DYNAMIC in wshape:
+        raise Unsupported(f"ConvTranspose: the weight must be a static rank-{rank} tensor")
+    group = int(n.attr("group", 1))
+    cin = _shape(x)[1]
+    if cin != DYNAMIC and (cin % group or cin != wshape[0]):
+        raise Unsupported(f"ConvTranspose: {cin} input channels, weight {wshape}, group {group}")
+    kernel = list(n.attr("kernel_shape") or wshape[2:])
+    if kernel != wshape[2:]:
+        raise Unsupported(f"ConvTranspose: kernel_shape {kernel} differs from the weight's {wshape[2:]}")
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    out_pad = list(n.attr("output_padding", [0] * k))
+    in_sizes = _shape(x)[2:]
+    if DYNAMIC in in_sizes:
+        raise Unsupported("ConvTranspose with dynamic spatial dims")
+    ap = n.attr("auto_pad", b"NOTSET")
+    ap = ap.decode() if isinstance(ap, bytes) else ap
+    pads = n.attr("pads")
+    if ap == "VALID":
+        pads = [0] * (2 * k)
+    out_shape = n.attr("output_shape")
+    if out_shape is not None:
+        out_shape = [int(v) for v in out_shape][-k:]
+    for name, vals in (("strides", strides), ("dilations", dilations), ("output_padding", out_pad)):
+        if len(vals) != k:
+            raise Unsupported(f"ConvTranspose: {name} has {len(vals)} values for {k} spatial dims")
+    if pads is not None and len(pads) != 2 * k:
+        raise Unsupported(f"ConvTranspose: pads has {len(pads)} values for {k} spatial dims")
+    if any(op >= max(s, d) for op, s, d in zip(out_pad, strides, dilations)):
+        raise Unsupported(f"ConvTranspose: output_padding {out_pad} must be smaller than the stride or dilation")
+    heads, outs = conv_transpose_geometry(in_sizes, kernel, strides, dilations, out_pad, pads, out_shape, ap)
+    if any(o <= 0 for o in outs):
+        raise Unsupported(f"ConvTranspose: output size {outs} is not positive")
+    cout = wshape[1] * group
+    # the weight as a conv2d weight (M, C/g, kh, kw), flipped
+    if w_v.const is not None:
+        wc = np.asarray(w_v.const).reshape([group, wshape[0] // group, wshape[1]] + kernel)
+        wc = np.swapaxes(wc, 1, 2).reshape([cout, wshape[0] // group] + kernel)
+        wc = np.ascontiguousarray(wc[(slice(None), slice(None)) + (slice(None, None, -1),) * k])
+        wt = cx.ssa(cx.from_const(wc, is_weight=w_v.is_weight, name=f"{n.proto.name or 'convtranspose'}.weight"))
+    else:
+        wt = cx.reshape(w, [group, wshape[0] // group, wshape[1]] + kernel)
+        wt = cx.emit1(graph.TransposeOp(wt, [0, 2, 1] + list(range(3, 3 + k))))
+        wt = cx.reshape(wt, [cout, wshape[0] // group] + kernel)
+        wt = cx.emit1(graph.SliceOp(wt, [0, 0] + [kk - 1 for kk in kernel], [cout, wshape[0] // group] + [-1] * k,
+                                    [1, 1] + [-1] * k))
+    if k == 1:
+        dims = cx.dims(x)
+        x = cx.reshape(x, [dims[0], dims[1], 1, dims[2]])
+        wt = cx.reshape(wt, [cout, wshape[0] // group, 1, kernel[0]])
+        in_sizes, kernel, strides, dilations = [1] + in_sizes, [1] + kernel, [1] + strides, [1] + dilations
+        heads, outs = [0] + heads, [1] + outs
+    dims = cx.dims(x)
+    if any(s > 1 for s in strides):
+        x = cx.reshape(x, [dims[0], dims[1], in_sizes[0], 1, in_sizes[1], 1])
+        x = cx.emit1(graph.PadOp(x, [0] * 6 + [0, 0, 0, strides[0] - 1, 0, strides[1] - 1]))
+        x = cx.reshape(x, [dims[0], dims[1], in_sizes[0] * strides[0], in_sizes[1] * strides[1]])
+    begin = [(kk - 1) * d - h for kk, d, h in zip(kernel, dilations, heads)]
+    end = [o + h - i * s for o, h, i, s in zip(outs, heads, in_sizes, strides)]
+    if any(begin) or any(end):
+        x = cx.emit1(graph.PadOp(x, [0, 0] + begin + [0, 0] + end))
+    b = cx.ssa(n.input(2)) if n.input(2) is not None else None
+    y = cx.emit1(graph.Conv2dOp(x, wt, bias=b, strides=[1, 1], pads=[0, 0, 0, 0], dilations=dilations, group=group))
+    if k == 1:
+        d = cx.dims(y)
+        y = cx.reshape(y, [d[0], d[1], d[3]])
+    return [y]

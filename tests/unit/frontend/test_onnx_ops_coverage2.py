@@ -305,3 +305,51 @@ def test_einsum_illegal_equation(eq, match):
     m = _model([helper.make_node("Einsum", ["a", "b"], ["y"], equation=eq)],
                [_vi("a", F, [2, 3]), _vi("b", F, [3, 4])], [_vi("y", F, None)], 12)
     _unsupported(m, match)
+
+
+# --------------------------------------------------------------------------------------------
+# ConvTranspose
+
+
+@pytest.mark.parametrize("attrs,cin,cout,kernel", [
+    ({}, 2, 3, [3, 3]),
+    ({"strides": [2, 2], "pads": [1, 0, 0, 1]}, 2, 3, [3, 3]),
+    ({"strides": [2, 3], "output_padding": [1, 2], "pads": [0, 1, 1, 0]}, 2, 2, [3, 2]),
+    ({"strides": [2, 2], "dilations": [2, 1], "group": 2}, 4, 6, [2, 3]),
+    ({"strides": [2, 2], "auto_pad": "SAME_LOWER"}, 2, 3, [3, 3]),
+    ({"strides": [2, 2], "auto_pad": "SAME_UPPER", "group": 2}, 2, 4, [4, 4]),
+    ({"strides": [3, 2], "output_shape": [11, 9]}, 1, 2, [3, 3]),
+    ({"auto_pad": "VALID", "strides": [1, 2]}, 3, 1, [1, 2]),
+])
+@pytest.mark.parametrize("opset", [11, 22])
+def test_conv_transpose_constant_weight_dynamic_batch(attrs, cin, cout, kernel, opset):
+    g = attrs.get("group", 1)
+    w = helper.make_tensor("w", F, [cin, cout // g] + kernel, _f32(cin, cout // g, *kernel).reshape(-1))
+    b = helper.make_tensor("b", F, [cout], _f32(cout))
+    m = _model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+               [_vi("x", F, ["n", cin, 4, 5])], [_vi("y", F, None)], opset, [w, b])
+    check_against_ort(m, [{"x": _f32(1, cin, 4, 5)}, {"x": _f32(3, cin, 4, 5)}], ["graph.conv2d"], rtol=1e-4, atol=1e-5)
+
+
+def test_conv_transpose_1d_weight_input():
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3], pads=[1, 2], output_padding=[1])],
+               [_vi("x", F, [2, 3, 6]), _vi("w", F, [3, 2, 4])], [_vi("y", F, None)], 22)
+    check_against_ort(m, [{"x": _f32(2, 3, 6), "w": _f32(3, 2, 4)}], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,match", [
+    ({"auto_pad": "SAME"}, "auto_pad 'SAME' is not"),
+    ({"strides": [0, 1]}, r"strides must be >= 1"),
+    ({"strides": [2, 2], "output_padding": [2, 0]}, "output_padding .* must be smaller than the stride"),
+    ({"group": 3}, "3 input channels|2 input channels"),
+])
+def test_conv_transpose_illegal_attributes(attrs, match):
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)],
+               [_vi("x", F, [1, 2, 4, 4]), _vi("w", F, [2, 2, 3, 3])], [_vi("y", F, None)], 22)
+    _unsupported(m, match)
+
+
+def test_conv_transpose_3d_is_unsupported():
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"])],
+               [_vi("x", F, [1, 1, 3, 3, 3]), _vi("w", F, [1, 1, 2, 2, 2])], [_vi("y", F, None)], 22)
+    _unsupported(m, "3-D kernel")
