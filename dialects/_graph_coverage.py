@@ -2,13 +2,129 @@
 (graph.py lists them in `Graph`); kept apart from the first ops so that merges stay clean.
 
     %y = graph.reduce_prod %x axes [1] : tensor<?x4xf32> -> tensor<?x1xf32>
+    %y = graph.scatter_elements %x, %i, %u axis 1 {reduction = "add"}
+           : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
+    %y = graph.scatter_nd %x, %i, %u : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
 """
 
 from __future__ import annotations
 
-from xdsl.irdl import irdl_op_definition
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import I64 as _I64
+from xdsl.ir import SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
-from minimlir.dialects.graph import _ReduceOp
+from minimlir.dialects.graph import (
+    _check_axis,
+    _check_same_element_type,
+    _check_valid_shape,
+    _elt,
+    _i64,
+    _normalize_axis,
+    _ReduceOp,
+    _shape,
+    dims_compatible,
+    format_shape,
+)
+
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _check_scatter_common(op) -> None:
+    _check_valid_shape(op)
+    _check_same_element_type(op, [("data", op.data), ("updates", op.updates), ("result", op.result)])
+    if _elt(op.indices) not in (i64, IntegerType(32)):
+        raise VerifyException(f"indices element type must be i64 or i32, got {_elt(op.indices)}")
+    if op.result.type != op.data.type:
+        raise VerifyException(f"result type {op.result.type} must be the data type {op.data.type}")
+    if op.reduction.data not in SCATTER_REDUCTIONS:
+        raise VerifyException(f"reduction must be one of {', '.join(SCATTER_REDUCTIONS)}, got {op.reduction.data}")
+    if op.reduction.data != "none" and _elt(op.data) == IntegerType(1):
+        raise VerifyException(f"reduction {op.reduction.data} of i1 (bool) is not defined")
+
+
+@irdl_op_definition
+class ScatterElementsOp(IRDLOperation):
+    """Copy of `data` with updates written element by element along `axis` (ONNX ScatterElements).
+
+    y = data; y[v with v[axis] := indices[v]] (reduction) = updates[v] for every v of the updates
+    (in order; negative indices count from the end)."""
+
+    name = "graph.scatter_elements"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[_I64])
+    reduction = prop_def(StringAttr, default_value=StringAttr("none"))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = ("$data `,` $indices `,` $updates `axis` $axis attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, data: SSAValue, indices: SSAValue, updates: SSAValue, axis: int = 0,
+                 reduction: str = "none"):
+        axis = _normalize_axis(axis, len(_shape(data)))
+        super().__init__(operands=[data, indices, updates], result_types=[data.type],
+                         properties={"axis": _i64(axis), "reduction": StringAttr(reduction)})
+
+    def verify_(self) -> None:
+        _check_scatter_common(self)
+        rank = len(_shape(self.data))
+        _check_axis(self.axis.value.data, rank)
+        ish, ush = _shape(self.indices), _shape(self.updates)
+        if len(ish) != rank or len(ush) != rank:
+            raise VerifyException(f"indices {format_shape(ish)} and updates {format_shape(ush)} must have the data rank {rank}")
+        if not all(dims_compatible(a, b) for a, b in zip(ish, ush)):
+            raise VerifyException(f"indices {format_shape(ish)} and updates {format_shape(ush)} must have one shape")
+
+
+@irdl_op_definition
+class ScatterNDOp(IRDLOperation):
+    """Copy of `data` with slices written at index tuples (ONNX ScatterND).
+
+    y = data; y[indices[q..., :], s...] (reduction) = updates[q..., s...]; each tuple has
+    indices.shape[-1] (static) entries, negative from the end."""
+
+    name = "graph.scatter_nd"
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    result = result_def(TensorType)
+    reduction = prop_def(StringAttr, default_value=StringAttr("none"))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, data: SSAValue, indices: SSAValue, updates: SSAValue, reduction: str = "none"):
+        super().__init__(operands=[data, indices, updates], result_types=[data.type],
+                         properties={"reduction": StringAttr(reduction)})
+
+    def verify_(self) -> None:
+        _check_scatter_common(self)
+        dsh, ish, ush = _shape(self.data), _shape(self.indices), _shape(self.updates)
+        if not ish or ish[-1] < 0:
+            raise VerifyException("indices must have rank >= 1 and a static last dim")
+        k = ish[-1]
+        if k > len(dsh):
+            raise VerifyException(f"index depth {k} exceeds the data rank {len(dsh)}")
+        want = list(ish[:-1]) + list(dsh[k:])
+        if len(ush) != len(want) or not all(dims_compatible(a, b) for a, b in zip(ush, want)):
+            raise VerifyException(f"updates {format_shape(ush)} must have shape {format_shape(want)}")
 
 
 @irdl_op_definition
@@ -19,4 +135,4 @@ class ReduceProdOp(_ReduceOp):
 
 
 COVERAGE_REDUCE = [ReduceProdOp]
-COVERAGE_OPS = [ReduceProdOp]
+COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp]

@@ -440,3 +440,54 @@ def emit_conv_transpose(n: NodeView) -> list:
         d = cx.dims(y)
         y = cx.reshape(y, [d[0], d[1], d[3]])
     return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# ScatterElements / Scatter, ScatterND
+
+
+def _scatter_reduction(n: NodeView) -> str:
+    r = n.attr("reduction", b"none")
+    r = r.decode() if isinstance(r, bytes) else r
+    allowed = ("none",) if n.opset < 16 else ("none", "add", "mul") if n.opset < 18 else ("none", "add", "mul", "max", "min")
+    if r not in allowed:
+        raise Unsupported(f"{n.op_type}: reduction '{r}' is not one of {', '.join(allowed)} (opset {n.opset})")
+    return r
+
+
+def _scatter_indices(cx, ind):
+    if _elem(ind) not in (i64, IntegerType(32)):
+        raise Unsupported(f"indices of {_elem(ind)}")
+    return ind
+
+
+@onnx_op("ScatterElements", "Scatter")
+def emit_scatter_elements(n: NodeView) -> list:
+    """ScatterElements(data, indices, updates, axis, reduction) (and the deprecated Scatter)
+    -> graph.scatter_elements {axis, reduction}."""
+    cx = n.cx
+    data, ind, upd = _ssa(n, 0), _scatter_indices(cx, _ssa(n, 1)), _ssa(n, 2)
+    rank = len(_shape(data))
+    axis = int(n.attr("axis", 0))
+    if not -rank <= axis < rank:
+        raise Unsupported(f"{n.op_type}: axis {axis} is out of range for a rank-{rank} input")
+    if len(_shape(ind)) != rank or _shape(ind) != _shape(upd):
+        raise Unsupported(f"{n.op_type}: indices {_shape(ind)} and updates {_shape(upd)} must have one shape of rank {rank}")
+    return [cx.emit1(graph.ScatterElementsOp(data, ind, upd, _axis(axis, rank), _scatter_reduction(n)))]
+
+
+@onnx_op("ScatterND")
+def emit_scatter_nd(n: NodeView) -> list:
+    """ScatterND(data, indices, updates, reduction) -> graph.scatter_nd {reduction} (the index
+    depth, the last dim of indices, must be static)."""
+    cx = n.cx
+    data, ind, upd = _ssa(n, 0), _scatter_indices(cx, _ssa(n, 1)), _ssa(n, 2)
+    ish, dsh = _shape(ind), _shape(data)
+    if not ish or ish[-1] == DYNAMIC:
+        raise Unsupported("ScatterND with a dynamic index depth (last dim of indices)")
+    if ish[-1] > len(dsh):
+        raise Unsupported(f"ScatterND: index depth {ish[-1]} exceeds the data rank {len(dsh)}")
+    want = ish[:-1] + dsh[ish[-1]:]
+    if len(_shape(upd)) != len(want):
+        raise Unsupported(f"ScatterND: updates {_shape(upd)} must have shape {want}")
+    return [cx.emit1(graph.ScatterNDOp(data, ind, upd, _scatter_reduction(n)))]

@@ -89,6 +89,8 @@ PATTERNS[OpPattern.ELEMWISE] += tuple(graph_more.MORE_ELEMENTWISE)
 PATTERNS[OpPattern.BROADCAST] += tuple(graph_more.MORE_BROADCAST)
 PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 PATTERNS[OpPattern.COMM_REDUCE] += (graph.ReduceProdOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.ScatterElementsOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.ScatterNDOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

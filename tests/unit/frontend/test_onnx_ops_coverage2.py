@@ -353,3 +353,67 @@ def test_conv_transpose_3d_is_unsupported():
     m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"])],
                [_vi("x", F, [1, 1, 3, 3, 3]), _vi("w", F, [1, 1, 2, 2, 2])], [_vi("y", F, None)], 22)
     _unsupported(m, "3-D kernel")
+
+
+# --------------------------------------------------------------------------------------------
+# ScatterElements / Scatter / ScatterND
+
+
+@pytest.mark.parametrize("opset,reduction", [(11, None), (13, None), (16, "add"), (16, "mul"), (18, "max"), (18, "min")])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_scatter_elements_dynamic_duplicates(opset, reduction, axis):
+    attrs = {"axis": axis} | ({"reduction": reduction} if reduction else {})
+    m = _model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], **attrs)],
+               [_vi("x", F, ["n", 5]), _vi("i", I64, ["p", 3]), _vi("u", F, ["p", 3])], [_vi("y", F, ["n", 5])], opset)
+    feeds = []
+    for nrows in (2, 4):
+        size = nrows if axis == 0 else 5
+        p = 2
+        if reduction is None:  # distinct targets (duplicates are undefined without a reduction); some negative
+            if axis == 0:
+                i = np.stack([_rng.permutation(size)[:p] for _ in range(3)], axis=1) - size * (np.arange(3) % 2)
+            else:
+                i = np.stack([_rng.permutation(size)[:3] - size * (r % 2) for r in range(p)])
+        else:
+            i = _rng.integers(-size, size, (p, 3))
+        feeds.append({"x": _f32(nrows, 5), "i": i.astype(np.int64), "u": _f32(p, 3)})
+    check_against_ort(m, feeds, ["graph.scatter_elements"], rtol=1e-6)
+
+
+def test_scatter_opset9_and_int32_indices():
+    m = _model([helper.make_node("Scatter", ["x", "i", "u"], ["y"], axis=1)],
+               [_vi("x", F, [3, 4]), _vi("i", I32, [3, 2]), _vi("u", F, [3, 2])], [_vi("y", F, [3, 4])], 9)
+    i = np.array([[0, 3], [2, 1], [3, 0]], np.int32)
+    check_against_ort(m, [{"x": _f32(3, 4), "i": i, "u": _f32(3, 2)}])
+
+
+@pytest.mark.parametrize("opset,reduction", [(11, None), (16, "add"), (16, "mul"), (18, "max"), (18, "min")])
+def test_scatter_nd_slices_dynamic(opset, reduction):
+    attrs = {"reduction": reduction} if reduction else {}
+    m = _model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], **attrs)],
+               [_vi("x", F, [5, "n", 3]), _vi("i", I64, [2, 1]), _vi("u", F, [2, "n", 3])], [_vi("y", F, [5, "n", 3])], opset)
+    i = np.array([[3], [-1]] if reduction is None else [[3], [3]], np.int64)
+    feeds = [{"x": _f32(5, n, 3), "i": i, "u": _f32(2, n, 3)} for n in (1, 4)]
+    check_against_ort(m, feeds, ["graph.scatter_nd"], rtol=1e-6)
+
+
+def test_scatter_nd_element_indices_int64_data():
+    m = _model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
+               [_vi("x", I64, [3, 4]), _vi("i", I64, [4, 2]), _vi("u", I64, [4])], [_vi("y", I64, [3, 4])], 18)
+    i = np.array([[0, 1], [2, 3], [0, 1], [-1, -4]], np.int64)
+    check_against_ort(m, [{"x": np.arange(12, dtype=np.int64).reshape(3, 4), "i": i, "u": np.array([5, 6, 7, 8], np.int64)}])
+
+
+@pytest.mark.parametrize("op,opset,attrs,match", [
+    ("ScatterElements", 16, {"reduction": "max"}, "reduction 'max' is not one of none, add, mul"),
+    ("ScatterElements", 18, {"reduction": "sub"}, "reduction 'sub'"),
+    ("ScatterElements", 13, {"axis": 2}, "axis 2 is out of range"),
+    ("ScatterND", 13, {"reduction": "add"}, "reduction 'add' is not one of none"),
+])
+def test_scatter_illegal_attributes(op, opset, attrs, match):
+    if op == "ScatterND":
+        ins = [_vi("x", F, [4, 3]), _vi("i", I64, [2, 1]), _vi("u", F, [2, 3])]
+    else:
+        ins = [_vi("x", F, [4, 3]), _vi("i", I64, [2, 3]), _vi("u", F, [2, 3])]
+    m = _model([helper.make_node(op, ["x", "i", "u"], ["y"], **attrs)], ins, [_vi("y", F, [4, 3])], opset)
+    _unsupported(m, match)

@@ -1,0 +1,22 @@
+// RUN: mini-opt %s | filecheck %s
+// RUN: mini-opt %s | mini-opt | filecheck %s
+// RUN: mini-opt %s --print-op-generic | mini-opt | filecheck %s
+
+// The ops of dialects/_graph_coverage.py in their custom syntax.
+
+// CHECK-LABEL: func.func @reduce_prod
+// CHECK-NEXT:    %[[R:.*]] = graph.reduce_prod %{{.*}} axes [1] : tensor<?x4xf32> -> tensor<?x1xf32>
+func.func @reduce_prod(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  %0 = graph.reduce_prod %x axes [1] : tensor<?x4xf32> -> tensor<?x1xf32>
+  func.return %0 : tensor<?x1xf32>
+}
+
+// CHECK-LABEL: func.func @scatters
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x5xf32>, %[[I:.*]]: tensor<?x2xi64>, %[[U:.*]]: tensor<?x2xf32>, %[[J:.*]]: tensor<2x1xi64>, %[[V:.*]]: tensor<2x5xf32>)
+// CHECK-NEXT:    %[[SE:.*]] = graph.scatter_elements %[[X]], %[[I]], %[[U]] axis 1 {reduction = "add"} : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
+// CHECK-NEXT:    %[[SN:.*]] = graph.scatter_nd %[[SE]], %[[J]], %[[V]] : (tensor<?x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<?x5xf32>
+func.func @scatters(%x: tensor<?x5xf32>, %i: tensor<?x2xi64>, %u: tensor<?x2xf32>, %j: tensor<2x1xi64>, %v: tensor<2x5xf32>) -> tensor<?x5xf32> {
+  %0 = graph.scatter_elements %x, %i, %u axis 1 {reduction = "add"} : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
+  %1 = graph.scatter_nd %0, %j, %v : (tensor<?x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<?x5xf32>
+  func.return %1 : tensor<?x5xf32>
+}
