@@ -5,11 +5,12 @@
     %y = graph.scatter_elements %x, %i, %u axis 1 {reduction = "add"}
            : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
     %y = graph.scatter_nd %x, %i, %u : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    %v, %i = graph.topk %x k 2 axis 1 {largest = true} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
@@ -31,8 +32,10 @@ from minimlir.dialects.graph import (
     _elt,
     _i64,
     _normalize_axis,
+    _bool,
     _ReduceOp,
     _shape,
+    _tensor,
     dims_compatible,
     format_shape,
 )
@@ -134,5 +137,54 @@ class ReduceProdOp(_ReduceOp):
     name = "graph.reduce_prod"
 
 
+@irdl_op_definition
+class TopKOp(IRDLOperation):
+    """The k largest (or smallest) elements along `axis` and their indices (ONNX TopK).
+
+    Sorted best first; equal values in index order (the lower index first)."""
+
+    name = "graph.topk"
+
+    input = operand_def(TensorType)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+    k = prop_def(IntegerAttr[_I64])
+    axis = prop_def(IntegerAttr[_I64])
+    largest = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(True))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$input `k` $k `axis` $axis attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`"
+
+    @staticmethod
+    def infer_shape(shape, k: int, axis: int) -> list[int]:
+        out = list(shape)
+        out[axis] = k
+        return out
+
+    def __init__(self, input: SSAValue, k: int, axis: int, largest: bool = True):
+        shape = _shape(input)
+        axis = _normalize_axis(axis, len(shape))
+        out = self.infer_shape(shape, k, axis)
+        super().__init__(operands=[input], result_types=[_tensor(out, _elt(input)), _tensor(out, i64)],
+                         properties={"k": _i64(k), "axis": _i64(axis), "largest": _bool(largest)})
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        _check_same_element_type(self, [("input", self.input), ("values", self.values)])
+        if _elt(self.indices) != i64:
+            raise VerifyException(f"indices element type must be i64, got {_elt(self.indices)}")
+        shape = _shape(self.input)
+        axis, k = self.axis.value.data, self.k.value.data
+        _check_axis(axis, len(shape))
+        if k < 0 or (shape[axis] >= 0 and k > shape[axis]):
+            raise VerifyException(f"k {k} must be in [0, {shape[axis]}] (the axis size)")
+        want = self.infer_shape(shape, k, axis)
+        for r in (self.values, self.indices):
+            got = _shape(r)
+            if len(got) != len(want) or not all(dims_compatible(a, b) for a, b in zip(got, want)):
+                raise VerifyException(f"result shape {format_shape(got)} must be {format_shape(want)}")
+
+
 COVERAGE_REDUCE = [ReduceProdOp]
-COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp]
+COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp, TopKOp]

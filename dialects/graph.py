@@ -2291,6 +2291,7 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     ReduceProdOp,
     ScatterElementsOp,
     ScatterNDOp,
+    TopKOp,
 )
 
 Graph = Dialect(

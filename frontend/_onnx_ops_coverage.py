@@ -491,3 +491,39 @@ def emit_scatter_nd(n: NodeView) -> list:
     if len(_shape(upd)) != len(want):
         raise Unsupported(f"ScatterND: updates {_shape(upd)} must have shape {want}")
     return [cx.emit1(graph.ScatterNDOp(data, ind, upd, _scatter_reduction(n)))]
+
+
+# --------------------------------------------------------------------------------------------
+# TopK
+
+
+@onnx_op("TopK")
+def emit_topk(n: NodeView) -> list:
+    """TopK(x, k, axis=-1, largest=1, sorted=1) -> graph.topk {k, axis, largest} (values, i64
+    indices; always sorted, which sorted=0 allows). k is an attribute before opset 10, then a
+    constant 1-element input."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    rank = len(_shape(x))
+    if n.opset < 10:
+        k = n.attr("k")
+        if k is None:
+            raise Unsupported("TopK needs k")
+        k = int(k)
+    else:
+        kc = _const_input(n, 1, "k")
+        if kc is None or kc.size != 1:
+            raise Unsupported("TopK: k must be one integer")
+        k = int(kc.reshape(-1)[0])
+    axis = int(n.attr("axis", -1))
+    if not -rank <= axis < rank:
+        raise Unsupported(f"TopK: axis {axis} is out of range for a rank-{rank} input")
+    axis = _axis(axis, rank)
+    size = _shape(x)[axis]
+    if k < 0 or (size != DYNAMIC and k > size):
+        raise Unsupported(f"TopK: k {k} must be in [0, {size}] (the axis size)")
+    if _elem(x) == IntegerType(1):
+        raise Unsupported("TopK of bool")
+    largest = bool(n.attr("largest", 1)) if n.opset >= 11 else True
+    op = cx.emit(graph.TopKOp(x, k, axis, largest))
+    return [op.results[0], op.results[1]]

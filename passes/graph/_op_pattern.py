@@ -91,6 +91,7 @@ PATTERNS[OpPattern.COMM_REDUCE] += tuple(graph_more.MORE_REDUCE)
 PATTERNS[OpPattern.COMM_REDUCE] += (graph.ReduceProdOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.ScatterElementsOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.ScatterNDOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.TopKOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

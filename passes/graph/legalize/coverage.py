@@ -80,3 +80,60 @@ class LegalizeScatterND(_SameAsData):
             lead = list(vs[: irank - 1])
             js = [wrapped_index(e, e.load(ind, [*lead, m]), sizes[m], lasts[m]) for m in range(k)]
             _put(e, reduction, e.load(upd, vs), y, [*js, *vs[irank - 1:]])
+
+
+@legalizes(graph.TopKOp)
+class LegalizeTopK(Legalization):
+    """k selection passes along the axis, one block "topk" over (line with the axis -> j, r):
+    pick j is the best (value, index) pair strictly worse than pick j-1, in the order "greater
+    value (smaller with largest=false), then lower index"; O(n*k) per line, every pick exact.
+
+        init: I[j] = -1
+        body: take = (j == 0 or (x[r], r) after pick j-1) and (I[j] < 0 or (x[r], r) before
+              (V[j], I[j])); V[j] = take ? x[r] : V[j]; I[j] = take ? r : I[j]
+
+    Pick j reads pick j-1 (written by the previous iteration of the j loop), so the schedule
+    keeps j serial; r is a reduction."""
+
+    def result_dims(self, op: graph.TopKOp, g: GraphDims) -> list[Index]:
+        axis = op.axis.value.data
+        dims: list[Index] = []
+        for r in op.results:
+            dims += [g.dim(op.input, i) for i, d in enumerate(r.type.get_shape()) if d < 0 and i != axis]
+        return dims
+
+    def build(self, op: graph.TopKOp, kb: KernelBuilder) -> None:
+        from xdsl.dialects import arith
+        from xdsl.dialects.builtin import i64
+
+        (x,), (vals, idx) = kb.inputs, kb.outputs
+        axis = op.axis.value.data
+        largest = bool(op.largest.value.data)
+        dims = kb.dims(vals)
+        n = kb.dim(x, axis)
+        rank = len(dims)
+        better, worse = ("gt", "lt") if largest else ("lt", "gt")
+
+        def init(e: Emitter, vs) -> None:
+            e.store(e.const(-1, i64), idx, vs[:rank])
+
+        with kb.nest("topk", [*dims, n], ["spatial"] * rank + ["reduce"], init=init) as (e, vs):
+            out, r = list(vs[:rank]), vs[rank]
+            j = out[axis]
+            src = list(out)
+            src[axis] = r
+            v = e.load(x, src)
+            ri = e.cast(e.index(r), i64)
+            first = e.icmp("eq", j, 0)
+            prev = list(out)
+            prev[axis] = e.imax(e.isub(j, 1), 0)
+            pv, pi = e.load(vals, prev), e.load(idx, prev)
+            after_prev = e.emit(arith.OrIOp(e.cmp(worse, v, pv),
+                                            e.and_(e.cmp("eq", v, pv), e.cmp("gt", ri, pi))))
+            cv, ci = e.load(vals, out), e.load(idx, out)
+            before_cur = e.emit(arith.OrIOp(e.cmp(better, v, cv),
+                                            e.and_(e.cmp("eq", v, cv), e.cmp("lt", ri, ci))))
+            empty = e.cmp("lt", ci, e.const(0, i64))
+            take = e.and_(e.emit(arith.OrIOp(first, after_prev)), e.emit(arith.OrIOp(empty, before_cur)))
+            e.store(e.select(take, v, cv), vals, out)
+            e.store(e.select(take, ri, ci), idx, out)

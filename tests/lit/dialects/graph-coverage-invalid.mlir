@@ -21,3 +21,9 @@
 %x, %i, %u = "test.op"() : () -> (tensor<4x5xf32>, tensor<2x3xi64>, tensor<2xf32>)
 // expected-error @+1 {{index depth 3 exceeds the data rank 2}}
 %y = "graph.scatter_nd"(%x, %i, %u) : (tensor<4x5xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x5xf32>
+
+// -----
+
+%x = "test.op"() : () -> (tensor<4x3xf32>)
+// expected-error @+1 {{k 4 must be in [0, 3] (the axis size)}}
+%v, %i = "graph.topk"(%x) <{k = 4 : i64, axis = 1 : i64}> : (tensor<4x3xf32>) -> (tensor<4x4xf32>, tensor<4x4xi64>)

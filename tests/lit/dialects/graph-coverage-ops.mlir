@@ -20,3 +20,10 @@ func.func @scatters(%x: tensor<?x5xf32>, %i: tensor<?x2xi64>, %u: tensor<?x2xf32
   %1 = graph.scatter_nd %0, %j, %v : (tensor<?x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<?x5xf32>
   func.return %1 : tensor<?x5xf32>
 }
+
+// CHECK-LABEL: func.func @topk
+// CHECK-NEXT:    %{{.*}}, %{{.*}} = graph.topk %{{.*}} k 2 axis 1 {largest = false} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
+func.func @topk(%x: tensor<?x5xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %v, %i = graph.topk %x k 2 axis 1 {largest = false} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  func.return %v, %i : tensor<?x2xf32>, tensor<?x2xi64>
+}

@@ -417,3 +417,40 @@ def test_scatter_illegal_attributes(op, opset, attrs, match):
         ins = [_vi("x", F, [4, 3]), _vi("i", I64, [2, 3]), _vi("u", F, [2, 3])]
     m = _model([helper.make_node(op, ["x", "i", "u"], ["y"], **attrs)], ins, [_vi("y", F, [4, 3])], opset)
     _unsupported(m, match)
+
+
+# --------------------------------------------------------------------------------------------
+# TopK
+
+
+@pytest.mark.parametrize("opset,axis,largest,k", [(11, -1, 1, 3), (11, 0, 1, 2), (11, 1, 0, 4), (24, 2, 0, 1), (10, -1, 1, 6)])
+def test_topk_dynamic_with_ties(opset, axis, largest, k):
+    attrs = {"axis": axis} | ({"largest": largest} if opset >= 11 else {})
+    kt = helper.make_tensor("k", I64, [1], [k])
+    m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)], [_vi("x", F, [3, "n", 6])],
+               [_vi("v", F, None), _vi("i", I64, None)], opset, [kt])
+    feeds = []
+    for nn in (4, 5):
+        x = np.round(_f32(3, nn, 6) * 2) / 2  # many ties: lower index first
+        feeds.append({"x": x})
+    check_against_ort(m, feeds, ["graph.topk"])
+
+
+@pytest.mark.parametrize("opset,elem,dtype", [(1, F, np.float32), (11, TensorProto.INT64, np.int64), (24, U8, np.uint8)])
+def test_topk_attribute_k_and_integers(opset, elem, dtype):
+    if opset < 10:
+        node, inits = helper.make_node("TopK", ["x"], ["v", "i"], k=3), []
+    else:
+        node, inits = helper.make_node("TopK", ["x", "k"], ["v", "i"]), [helper.make_tensor("k", I64, [1], [3])]
+    m = _model([node], [_vi("x", elem, [2, 7])], [_vi("v", elem, [2, 3]), _vi("i", I64, [2, 3])], opset, inits)
+    check_against_ort(m, [{"x": _rng.integers(0, 5, (2, 7)).astype(dtype)}])
+
+
+def test_topk_illegal():
+    kt = helper.make_tensor("k", I64, [1], [5])
+    m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"])], [_vi("x", F, [2, 4])],
+               [_vi("v", F, None), _vi("i", I64, None)], 11, [kt])
+    _unsupported(m, r"k 5 must be in \[0, 4\]")
+    m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=2)], [_vi("x", F, [2, 8])],
+               [_vi("v", F, None), _vi("i", I64, None)], 11, [kt])
+    _unsupported(m, "axis 2 is out of range")
