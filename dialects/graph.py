@@ -2288,6 +2288,7 @@ from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers
 
 from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)
     COVERAGE_OPS,
+    CumProdOp,
     ReduceProdOp,
     ScatterElementsOp,
     ScatterNDOp,

@@ -92,6 +92,7 @@ PATTERNS[OpPattern.COMM_REDUCE] += (graph.ReduceProdOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.ScatterElementsOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.ScatterNDOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.TopKOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.CumProdOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

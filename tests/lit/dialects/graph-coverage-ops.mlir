@@ -27,3 +27,10 @@ func.func @topk(%x: tensor<?x5xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
   %v, %i = graph.topk %x k 2 axis 1 {largest = false} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
   func.return %v, %i : tensor<?x2xf32>, tensor<?x2xi64>
 }
+
+// CHECK-LABEL: func.func @cumprod
+// CHECK-NEXT:    %{{.*}} = graph.cumprod %{{.*}} axis 0 {exclusive = true} : tensor<?x8xf32>
+func.func @cumprod(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = graph.cumprod %x axis 0 {exclusive = true} : tensor<?x8xf32>
+  func.return %0 : tensor<?x8xf32>
+}

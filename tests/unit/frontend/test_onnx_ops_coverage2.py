@@ -454,3 +454,26 @@ def test_topk_illegal():
     m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=2)], [_vi("x", F, [2, 8])],
                [_vi("v", F, None), _vi("i", I64, None)], 11, [kt])
     _unsupported(m, "axis 2 is out of range")
+
+
+# --------------------------------------------------------------------------------------------
+# CumProd
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_cumprod_dynamic(exclusive, reverse, axis):
+    ax = helper.make_tensor("axis", I64, [], [axis])
+    m = _model([helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+               [_vi("x", F, ["n", 5])], [_vi("y", F, ["n", 5])], 26, [ax])
+    check_against_ort(m, [{"x": _f32(1, 5)}, {"x": _f32(4, 5)}], ["graph.cumprod"], rtol=1e-5)
+
+
+def test_cumprod_int32_and_illegal_axis():
+    ax = helper.make_tensor("axis", I64, [], [1])
+    m = _model([helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=1)], [_vi("x", I32, [2, 4])],
+               [_vi("y", I32, [2, 4])], 26, [ax])
+    check_against_ort(m, [{"x": _rng.integers(-3, 4, (2, 4)).astype(np.int32)}])
+    bad = helper.make_tensor("axis", I64, [], [2])
+    m = _model([helper.make_node("CumProd", ["x", "axis"], ["y"])], [_vi("x", F, [2, 4])], [_vi("y", F, [2, 4])], 26, [bad])
+    _unsupported(m, "CumProd: axis 2 is out of range")
