@@ -549,3 +549,81 @@ def emit_cumprod(n: NodeView) -> list:
         raise Unsupported(f"CumProd: axis {axis} is out of range for a rank-{rank} input")
     return [n.cx.emit1(graph.CumProdOp(x, _axis(axis, rank), exclusive=bool(n.attr("exclusive", 0)),
                                        reverse=bool(n.attr("reverse", 0))))]
+
+
+# --------------------------------------------------------------------------------------------
+# LpPool, LpNormalization
+
+
+def _pow_const(cx, x, p: float):
+    """x ** p: graph.mul for p = 2, graph.sqrt for p = 1/2, else graph.pow with a 0-d constant."""
+    if p == 1:
+        return x
+    if p == 2:
+        return cx.emit1(graph.MulOp(x, x))
+    if p == 0.5:
+        return cx.emit1(graph.SqrtOp(x))
+    return cx.emit1(graph.PowOp(x, cx.scalar(p, _elem(x))))
+
+
+def _check_lp_pool(node, opset):
+    from minimlir.frontend._onnx_ops import _check_pool
+
+    for a in node.attribute:
+        if a.name == "p" and (a.f if a.type == a.FLOAT else a.i) <= 0:
+            return "p must be positive"
+    return _check_pool(node, opset)
+
+
+@onnx_op("LpPool", check=_check_lp_pool)
+def emit_lp_pool(n: NodeView) -> list:
+    """LpPool(x, p=2, kernel_shape, strides, pads, dilations, ceil_mode) -> (window sum of |x|^p)^(1/p):
+    graph.avg_pool2d {count_include_pad} of |x|^p (graph.abs; graph.mul for p = 2) times the
+    kernel size, then ^(1/p) (graph.sqrt for p = 2); 1-D via reshape, 3-D as two 2-D pools."""
+    from minimlir.frontend._onnx_ops import _pads_2d, _pool3d, _pool_params, _squeeze_spatial, _to_2d, _unsqueeze_spatial
+
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"LpPool of {_elem(x)}")
+    p = float(n.attr("p", 2))
+    k, kernel, strides, dilations, pads = _pool_params(n, x)
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+
+    def make(v, kern, st, pd, dil):
+        return graph.AvgPool2dOp(v, kern, strides=st, pads=pd, ceil_mode=ceil_mode, count_include_pad=True, dilations=dil)
+
+    xp = _pow_const(cx, cx.emit1(graph.AbsOp(x)) if p != 2 else x, p)
+    if k == 3:
+        y = _pool3d(cx, xp, kernel, strides, dilations, pads, make)
+    else:
+        if k == 1:
+            xp = _unsqueeze_spatial(cx, xp)
+        y = cx.emit1(make(xp, _to_2d(k, kernel, 1), _to_2d(k, strides, 1), _pads_2d(k, pads), _to_2d(k, dilations, 1)))
+        if k == 1:
+            y = _squeeze_spatial(cx, y)
+    y = cx.emit1(graph.MulOp(y, cx.scalar(float(np.prod(kernel)), _elem(x))))
+    return [_pow_const(cx, y, 1.0 / p)]
+
+
+@onnx_op("LpNormalization")
+def emit_lp_normalization(n: NodeView) -> list:
+    """LpNormalization(x, axis=-1, p=2) -> x / graph.reduce_sum(|x|^p, axis, keepdims)^(1/p)
+    (p = 1: sum |x|; p = 2: sqrt of the sum of squares)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"LpNormalization of {_elem(x)}")
+    p = int(n.attr("p", 2))
+    if p not in (1, 2):
+        raise Unsupported(f"LpNormalization: p must be 1 or 2, got {p}")
+    rank = len(_shape(x))
+    axis = int(n.attr("axis", -1))
+    if not -rank <= axis < rank:
+        raise Unsupported(f"LpNormalization: axis {axis} is out of range for a rank-{rank} input")
+    axis = _axis(axis, rank)
+    t = cx.emit1(graph.AbsOp(x)) if p == 1 else cx.emit1(graph.MulOp(x, x))
+    norm = cx.emit1(graph.ReduceSumOp(t, [axis], keepdims=True))
+    if p == 2:
+        norm = cx.emit1(graph.SqrtOp(norm))
+    return [cx.emit1(graph.DivOp(x, norm))]

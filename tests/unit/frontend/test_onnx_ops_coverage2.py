@@ -477,3 +477,40 @@ def test_cumprod_int32_and_illegal_axis():
     bad = helper.make_tensor("axis", I64, [], [2])
     m = _model([helper.make_node("CumProd", ["x", "axis"], ["y"])], [_vi("x", F, [2, 4])], [_vi("y", F, [2, 4])], 26, [bad])
     _unsupported(m, "CumProd: axis 2 is out of range")
+
+
+# --------------------------------------------------------------------------------------------
+# LpPool, LpNormalization
+
+
+@pytest.mark.parametrize("opset,attrs", [
+    (11, {"kernel_shape": [2, 2]}),
+    (11, {"kernel_shape": [3, 2], "p": 3, "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+    (18, {"kernel_shape": [2, 3], "p": 1, "auto_pad": "SAME_UPPER"}),
+    (18, {"kernel_shape": [2, 2], "dilations": [2, 1]}),
+])
+def test_lp_pool_dynamic_batch(opset, attrs):
+    m = _model([helper.make_node("LpPool", ["x"], ["y"], **attrs)], [_vi("x", F, ["n", 2, 5, 6])],
+               [_vi("y", F, None)], opset)
+    check_against_ort(m, [{"x": _f32(1, 2, 5, 6)}, {"x": _f32(3, 2, 5, 6)}], ["graph.avg_pool2d"], rtol=1e-4, atol=1e-5)
+
+
+def test_lp_pool_1d_and_illegal_p():
+    m = _model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[3], strides=[2])], [_vi("x", F, [2, 3, 9])],
+               [_vi("y", F, None)], 18)
+    check_against_ort(m, [{"x": _f32(2, 3, 9)}], rtol=1e-4, atol=1e-5)
+    m = _model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[3], p=0)], [_vi("x", F, [2, 3, 9])],
+               [_vi("y", F, None)], 18)
+    _unsupported(m, "p must be positive")
+
+
+@pytest.mark.parametrize("p,axis", [(2, -1), (1, 0), (2, 1)])
+def test_lp_normalization(p, axis):
+    m = _model([helper.make_node("LpNormalization", ["x"], ["y"], p=p, axis=axis)], [_vi("x", F, ["n", 4, 5])],
+               [_vi("y", F, ["n", 4, 5])], 1)
+    check_against_ort(m, [{"x": _f32(2, 4, 5)}, {"x": _f32(3, 4, 5)}], ["graph.reduce_sum"], rtol=1e-5, atol=1e-6)
+
+
+def test_lp_normalization_illegal_p():
+    _unsupported(_model([helper.make_node("LpNormalization", ["x"], ["y"], p=3)], [_vi("x", F, [2, 4])],
+                        [_vi("y", F, [2, 4])], 1), "p must be 1 or 2")
