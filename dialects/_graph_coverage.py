@@ -6,11 +6,12 @@
            : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
     %y = graph.scatter_nd %x, %i, %u : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
     %v, %i = graph.topk %x k 2 axis 1 {largest = true} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
+    %i = graph.max_pool2d_indices %x, %y kernel [2, 2] strides [2, 2] : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xi64>
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
 from typing import ClassVar
@@ -37,6 +38,8 @@ from minimlir.dialects.graph import (
     _i64,
     _normalize_axis,
     _bool,
+    _check_window_params,
+    _ints,
     _ReduceOp,
     _shape,
     _tensor,
@@ -222,5 +225,52 @@ class CumProdOp(IRDLOperation):
         _check_axis(self.axis.value.data, len(_shape(self.input)))
 
 
+@irdl_op_definition
+class MaxPool2dIndicesOp(IRDLOperation):
+    """Where each max of a graph.max_pool2d came from (ONNX MaxPool's Indices output).
+
+    For each output point, the flat index into the NCHW input of the first window tap (in kh,
+    kw order, pads excluded) equal to the pooled value `pooled`: ((n*C + c)*H + h)*W + w, or
+    with storage_order 1 ((n*C + c)*W + w)*H + h. Same window properties as graph.max_pool2d."""
+
+    name = "graph.max_pool2d_indices"
+
+    input = operand_def(TensorType)
+    pooled = operand_def(TensorType)
+    result = result_def(TensorType)
+    dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
+    kernel = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
+    pads = prop_def(DenseArrayBase.constr(i64), default_value=_ints((0, 0, 0, 0)))
+    ceil_mode = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
+    storage_order = prop_def(IntegerAttr[_I64], default_value=_i64(0))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $pooled `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? "
+        "(`dilations` $dilations^)? attr-dict `:` functional-type(operands, results)")
+
+    def __init__(self, input: SSAValue, pooled: SSAValue, kernel, strides, pads, dilations,
+                 ceil_mode: bool = False, storage_order: int = 0):
+        super().__init__(
+            operands=[input, pooled], result_types=[_tensor(_shape(pooled), i64)],
+            properties={"kernel": _ints(kernel), "strides": _ints(strides), "pads": _ints(pads),
+                        "dilations": _ints(dilations), "ceil_mode": _bool(ceil_mode),
+                        "storage_order": _i64(storage_order)})
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        _check_same_element_type(self, [("input", self.input), ("pooled", self.pooled)])
+        if len(_shape(self.input)) != 4 or len(_shape(self.pooled)) != 4:
+            raise VerifyException("input and pooled must have rank 4 (NCHW)")
+        _check_window_params(self.kernel.get_values(), self.strides.get_values(), self.pads.get_values(),
+                             self.dilations.get_values())
+        if self.storage_order.value.data not in (0, 1):
+            raise VerifyException(f"storage_order must be 0 or 1, got {self.storage_order.value.data}")
+        if _elt(self.result) != i64 or _shape(self.result) != _shape(self.pooled):
+            raise VerifyException("the result must be i64 of the pooled shape")
+
+
 COVERAGE_REDUCE = [ReduceProdOp]
-COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp, TopKOp, CumProdOp]
+COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp, TopKOp, CumProdOp, MaxPool2dIndicesOp]

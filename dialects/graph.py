@@ -2289,6 +2289,7 @@ from minimlir.dialects._graph_more import (  # noqa: E402  (they use the helpers
 from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)
     COVERAGE_OPS,
     CumProdOp,
+    MaxPool2dIndicesOp,
     ReduceProdOp,
     ScatterElementsOp,
     ScatterNDOp,

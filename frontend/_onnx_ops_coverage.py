@@ -627,3 +627,51 @@ def emit_lp_normalization(n: NodeView) -> list:
     if p == 2:
         norm = cx.emit1(graph.SqrtOp(norm))
     return [cx.emit1(graph.DivOp(x, norm))]
+
+
+# --------------------------------------------------------------------------------------------
+# MaxPool with its Indices output (replaces the first round's single-output registration)
+
+
+def _check_maxpool_indices(node, opset):
+    from minimlir.frontend._onnx_ops import _check_pool
+
+    so = next((a.i for a in node.attribute if a.name == "storage_order"), 0)
+    if so not in (0, 1):
+        return f"storage_order must be 0 or 1, got {so}"
+    return _check_pool(node, opset)
+
+
+@onnx_op("MaxPool", check=_check_maxpool_indices)
+def emit_max_pool_with_indices(n: NodeView) -> list:
+    """MaxPool(x) -> graph.max_pool2d (see `emit_max_pool`); the Indices output (when used) ->
+    graph.max_pool2d_indices of x and the pooled values (1-D and 2-D; flat NCHW indices,
+    column-major within a plane with storage_order 1)."""
+    from minimlir.frontend._onnx_ops import (
+        _pads_2d,
+        _pool_params,
+        _squeeze_spatial,
+        _to_2d,
+        _unsqueeze_spatial,
+        emit_max_pool,
+    )
+
+    (y,) = emit_max_pool(n)
+    if n.num_outputs() < 2 or not n.output_used(1):
+        return [y, None] if n.num_outputs() >= 2 else [y]
+    cx = n.cx
+    x = _ssa(n, 0)
+    k, kernel, strides, dilations, pads = _pool_params(n, x)
+    if k == 3:
+        raise Unsupported("the Indices output of a 3-D MaxPool")
+    so = int(n.attr("storage_order", 0))
+    y4 = cx.ssa(y) if not hasattr(y, "type") else y
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+        y4 = _unsqueeze_spatial(cx, y4)
+    ind = cx.emit1(graph.MaxPool2dIndicesOp(x, y4, _to_2d(k, kernel, 1), _to_2d(k, strides, 1), _pads_2d(k, pads),
+                                            _to_2d(k, dilations, 1), bool(n.attr("ceil_mode", 0)), so))
+    if k == 1:
+        # flat indices of the (N, C, 1, L) view are those of (N, C, L)
+        ind = _squeeze_spatial(cx, ind)
+    return [y, ind]

@@ -93,6 +93,7 @@ PATTERNS[OpPattern.OPAQUE] += (graph.ScatterElementsOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.ScatterNDOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.TopKOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.CumProdOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.MaxPool2dIndicesOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

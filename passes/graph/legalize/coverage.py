@@ -137,3 +137,42 @@ class LegalizeTopK(Legalization):
             take = e.and_(e.emit(arith.OrIOp(first, after_prev)), e.emit(arith.OrIOp(empty, before_cur)))
             e.store(e.select(take, v, cv), vals, out)
             e.store(e.select(take, ri, ci), idx, out)
+
+
+@legalizes(graph.MaxPool2dIndicesOp)
+class LegalizeMaxPool2dIndices(Legalization):
+    """Block "max_pool2d_indices" [n, c, oh, ow | kh, kw]: init I = -1; a tap inside the input
+    whose value equals the pooled one sets I to its flat index if I is still -1 (the first)."""
+
+    def result_dims(self, op, g: GraphDims) -> list[Index]:
+        return [g.dim(op.pooled, i) for i, d in enumerate(op.pooled.type.get_shape()) if d < 0]
+
+    def build(self, op: graph.MaxPool2dIndicesOp, kb: KernelBuilder) -> None:
+        from xdsl.dialects.builtin import i64
+
+        from minimlir.passes.graph.legalize.nn import _pool_windows
+
+        (x, y), (ind,) = kb.inputs, kb.outputs
+        wins = _pool_windows(op, kb, x, y, op.dilations.get_values())
+        kh, kw = op.kernel.get_values()
+        C, H, W = kb.dim(x, 1), kb.dim(x, 2), kb.dim(x, 3)
+        column = op.storage_order.value.data == 1
+
+        def init(e: Emitter, vs) -> None:
+            e.store(e.const(-1, i64), ind, vs[:4])
+
+        with kb.nest("max_pool2d_indices", kb.dims(y) + [kh, kw], ["spatial"] * 4 + ["reduce"] * 2,
+                     init=init) as (e, vs):
+            n, c, oh, ow, ikh, ikw = vs
+            th, tw = wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)
+            inside = e.and_(e.and_(e.icmp("ge", th, 0), e.icmp("lt", th, H)),
+                            e.and_(e.icmp("ge", tw, 0), e.icmp("lt", tw, W)))
+            h = e.imin(e.imax(th, 0), e.isub(H, 1))
+            w = e.imin(e.imax(tw, 0), e.isub(W, 1))
+            hit = e.and_(inside, e.cmp("eq", e.load(x, [n, c, h, w]), e.load(y, vs[:4])))
+            plane = e.iadd(e.imul(n, C), c)
+            flat = (e.iadd(e.imul(e.iadd(e.imul(plane, W), w), H), h) if column
+                    else e.iadd(e.imul(e.iadd(e.imul(plane, H), h), W), w))
+            cur = e.load(ind, vs[:4])
+            first = e.and_(hit, e.cmp("lt", cur, e.const(0, i64)))
+            e.store(e.select(first, e.cast(e.index(flat), i64), cur), ind, vs[:4])

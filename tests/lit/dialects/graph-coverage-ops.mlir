@@ -34,3 +34,10 @@ func.func @cumprod(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = graph.cumprod %x axis 0 {exclusive = true} : tensor<?x8xf32>
   func.return %0 : tensor<?x8xf32>
 }
+
+// CHECK-LABEL: func.func @max_pool_indices
+// CHECK-NEXT:    %{{.*}} = graph.max_pool2d_indices %{{.*}}, %{{.*}} kernel [2, 2] strides [2, 2] {storage_order = 1 : i64} : (tensor<?x1x4x4xf32>, tensor<?x1x2x2xf32>) -> tensor<?x1x2x2xi64>
+func.func @max_pool_indices(%x: tensor<?x1x4x4xf32>, %y: tensor<?x1x2x2xf32>) -> tensor<?x1x2x2xi64> {
+  %0 = graph.max_pool2d_indices %x, %y kernel [2, 2] strides [2, 2] {storage_order = 1 : i64} : (tensor<?x1x4x4xf32>, tensor<?x1x2x2xf32>) -> tensor<?x1x2x2xi64>
+  func.return %0 : tensor<?x1x2x2xi64>
+}

@@ -514,3 +514,39 @@ def test_lp_normalization(p, axis):
 def test_lp_normalization_illegal_p():
     _unsupported(_model([helper.make_node("LpNormalization", ["x"], ["y"], p=3)], [_vi("x", F, [2, 4])],
                         [_vi("y", F, [2, 4])], 1), "p must be 1 or 2")
+
+
+# --------------------------------------------------------------------------------------------
+# MaxPool's Indices output
+
+
+@pytest.mark.parametrize("opset,attrs", [
+    (12, {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    (12, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "storage_order": 1}),
+    (12, {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 1]}),
+    (22, {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}),
+    (8, {"kernel_shape": [2, 2], "storage_order": 1}),
+])
+def test_max_pool_indices_dynamic_batch(opset, attrs):
+    m = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)], [_vi("x", F, ["n", 2, 5, 6])],
+               [_vi("y", F, None), _vi("i", I64, None)], opset)
+    feeds = []
+    for b in (1, 3):
+        x = np.round(_f32(b, 2, 5, 6) * 2) / 2  # ties: the first tap wins
+        feeds.append({"x": x})
+    check_against_ort(m, feeds, ["graph.max_pool2d_indices"])
+
+
+def test_max_pool_indices_1d():
+    m = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3], strides=[2], pads=[1, 1])],
+               [_vi("x", F, [2, 3, 9])], [_vi("y", F, None), _vi("i", I64, None)], 12)
+    check_against_ort(m, [{"x": _f32(2, 3, 9)}])
+
+
+def test_max_pool_indices_illegal():
+    m = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], storage_order=2)],
+               [_vi("x", F, [1, 1, 4, 4])], [_vi("y", F, None), _vi("i", I64, None)], 12)
+    _unsupported(m, "storage_order must be 0 or 1")
+    m = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2])],
+               [_vi("x", F, [1, 1, 4, 4, 4])], [_vi("y", F, None), _vi("i", I64, None)], 12)
+    _unsupported(m, "the Indices output of a 3-D MaxPool")
