@@ -6,6 +6,8 @@
            : (tensor<?x5xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x5xf32>
     %y = graph.scatter_nd %x, %i, %u : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
     %v, %i = graph.topk %x k 2 axis 1 {largest = true} : tensor<?x5xf32> -> (tensor<?x2xf32>, tensor<?x2xi64>)
+    %c = graph.reduce_sum ... : tensor<i64>          (the number of nonzeros, computed first)
+    %y = graph.nonzero %x, %c : (tensor<?x4xf32>, tensor<i64>) -> tensor<2x?xi64>
     %i = graph.max_pool2d_indices %x, %y kernel [2, 2] strides [2, 2] : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xi64>
 """
 
@@ -272,5 +274,35 @@ class MaxPool2dIndicesOp(IRDLOperation):
             raise VerifyException("the result must be i64 of the pooled shape")
 
 
+@irdl_op_definition
+class NonZeroOp(IRDLOperation):
+    """The coordinates of the nonzero elements of `input`, in row-major order (ONNX NonZero).
+
+    The result is (rank, count), i64; its second dim is data-dependent: `count` is a 0-d i64
+    tensor holding the number of nonzeros (computed before, e.g. reduce_sum of x != 0), which
+    the graph level reads (graph.extract) to size the result, as graph.range's length."""
+
+    name = "graph.nonzero"
+
+    input = operand_def(TensorType)
+    count = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $count attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, count: SSAValue):
+        super().__init__(operands=[input, count], result_types=[_tensor([len(_shape(input)), -1], i64)])
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        if _shape(self.count) != () or _elt(self.count) != i64:
+            raise VerifyException(f"count must be a 0-d i64 tensor, got {self.count.type}")
+        rank = len(_shape(self.input))
+        rs = _shape(self.result)
+        if _elt(self.result) != i64 or len(rs) != 2 or rs[0] != rank:
+            raise VerifyException(f"the result must be i64 of shape [{rank}, ?], got {self.result.type}")
+
+
 COVERAGE_REDUCE = [ReduceProdOp]
-COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp, TopKOp, CumProdOp, MaxPool2dIndicesOp]
+COVERAGE_OPS = [ReduceProdOp, ScatterElementsOp, ScatterNDOp, TopKOp, CumProdOp, MaxPool2dIndicesOp, NonZeroOp]

@@ -2290,6 +2290,7 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     COVERAGE_OPS,
     CumProdOp,
     MaxPool2dIndicesOp,
+    NonZeroOp,
     ReduceProdOp,
     ScatterElementsOp,
     ScatterNDOp,

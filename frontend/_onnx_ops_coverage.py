@@ -675,3 +675,22 @@ def emit_max_pool_with_indices(n: NodeView) -> list:
         # flat indices of the (N, C, 1, L) view are those of (N, C, L)
         ind = _squeeze_spatial(cx, ind)
     return [y, ind]
+
+
+# --------------------------------------------------------------------------------------------
+# NonZero: a data-dependent result dim
+
+
+@onnx_op("NonZero")
+def emit_nonzero(n: NodeView) -> list:
+    """NonZero(x) -> count = graph.reduce_sum(graph.cast(graph.not(graph.eq(x, 0)), i64)) over
+    all axes (0-d), then graph.nonzero(x, count): (rank, ?) i64 coordinates whose `?` is the
+    count, read at run time (see graph.nonzero). NaN counts as nonzero."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    rank = len(_shape(x))
+    if rank == 0:
+        raise Unsupported("NonZero of a 0-d tensor")
+    nz = cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(x, cx.scalar(0, _elem(x))))))
+    count = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.CastOp(nz, i64)), list(range(rank)), keepdims=False))
+    return [cx.emit1(graph.NonZeroOp(x, count))]

@@ -94,6 +94,7 @@ PATTERNS[OpPattern.OPAQUE] += (graph.ScatterNDOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.TopKOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.CumProdOp,)
 PATTERNS[OpPattern.OPAQUE] += (graph.MaxPool2dIndicesOp,)
+PATTERNS[OpPattern.OPAQUE] += (graph.NonZeroOp,)
 # data-dependent gathers and the scan get kernels of their own (what the table's default gave them)
 PATTERNS[OpPattern.OPAQUE] += (graph_more.GatherElementsOp, graph_more.GatherNDOp, graph_more.CumSumOp)
 

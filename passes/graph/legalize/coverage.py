@@ -176,3 +176,54 @@ class LegalizeMaxPool2dIndices(Legalization):
             cur = e.load(ind, vs[:4])
             first = e.and_(hit, e.cmp("lt", cur, e.const(0, i64)))
             e.store(e.select(first, e.cast(e.index(flat), i64), cur), ind, vs[:4])
+
+
+@legalizes(graph.NonZeroOp)
+class LegalizeNonZero(Legalization):
+    """The result's dim 1 is the count, read at the graph level (graph.extract of the 0-d count
+    operand, index_cast). The kernel scans x in row-major order with a running position c in a
+    one-element scratch: block "nonzero_start" sets c = 0; block "nonzero" stores every
+    element's coordinates at column c of a (rank, count + 1) scratch and adds (x != 0) to c (the
+    extra column takes the zeros' writes, so no store is conditional); block "nonzero_copy"
+    copies the first count columns to the result. The stores at c are not affine: the scan stays
+    serial."""
+
+    def result_dims(self, op: graph.NonZeroOp, g: GraphDims) -> list[Index]:
+        from xdsl.dialects import arith
+        from xdsl.dialects.builtin import IndexType
+
+        from minimlir.passes.graph.legalize.data import _graph_emit
+
+        c = _graph_emit(g, graph.ExtractOp(op.count))
+        return [_graph_emit(g, arith.IndexCastOp(c, IndexType()))]
+
+    def build(self, op: graph.NonZeroOp, kb: KernelBuilder) -> None:
+        from xdsl.dialects.builtin import i64
+
+        from minimlir.passes.graph.legalize.reduce import Scratch
+
+        (x, _count), (y,) = kb.inputs, kb.outputs
+        rank = len(x.type.get_shape())
+        n = kb.dim(y, 1)
+        scratch = Scratch(kb)
+        pos = scratch.new(i64, [1])
+        coords = scratch.new(i64, [rank, kb.top.iadd(n, 1)])
+        with kb.block("nonzero_start", [], [], kb.top) as (e, _):
+            e.store(e.const(0, i64), pos, [0])
+        t = x.type.get_element_type()
+        with kb.nest("nonzero", kb.dims(x)) as (e, vs):
+            c = e.load(pos, [0])
+            ci = e.cast(c, _index_type())
+            for d in range(rank):
+                e.store(e.cast(e.index(vs[d]), i64), coords, [d, ci])
+            nz = e.cmp("ne", e.load(x, vs), e.const(0, t))
+            e.store(e.add(c, e.cast(nz, i64)), pos, [0])
+        with kb.nest("nonzero_copy", kb.dims(y)) as (e, vs):
+            e.store(e.load(coords, vs), y, vs)
+        scratch.free()
+
+
+def _index_type():
+    from xdsl.dialects.builtin import IndexType
+
+    return IndexType()

@@ -228,11 +228,15 @@ class LegalizeReduce(Legalization):
 
         if any(kb.const_value(dims[ax]) == 0 for ax in axes):
             # An empty reduction: the block (and so its init) never runs; y is the identity
-            # (reduce_mean: 0 / 0 = NaN below, as NumPy). A dynamic extent that is 0 at run time
-            # is not handled (the result is then unwritten).
+            # (reduce_mean: 0 / 0 = NaN below, as NumPy).
             with kb.nest(f"{name}_empty", kb.dims(y)) as (b, ivs):
                 b.store(identity(kind, t, b), y, ivs)
         else:
+            if any(kb.const_value(dims[ax]) is None for ax in axes):
+                # a dynamic reduced extent may be 0 at run time (NonZero's count, an empty
+                # slice): then the block's init never runs, so y starts as the identity
+                with kb.nest(f"{name}_empty", kb.dims(y)) as (b, ivs):
+                    b.store(identity(kind, t, b), y, ivs)
             with reduce_nest(kb, name, dims, axes, init) as (b, a):
                 acc = b.load(y, out(a))
                 b.store(combine(kind, b, acc, b.load(x, a.full)), y, out(a))

@@ -27,3 +27,9 @@
 %x = "test.op"() : () -> (tensor<4x3xf32>)
 // expected-error @+1 {{k 4 must be in [0, 3] (the axis size)}}
 %v, %i = "graph.topk"(%x) <{k = 4 : i64, axis = 1 : i64}> : (tensor<4x3xf32>) -> (tensor<4x4xf32>, tensor<4x4xi64>)
+
+// -----
+
+%x, %c = "test.op"() : () -> (tensor<3x4xf32>, tensor<1xi64>)
+// expected-error @+1 {{count must be a 0-d i64 tensor}}
+%y = "graph.nonzero"(%x, %c) : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<2x?xi64>

@@ -41,3 +41,10 @@ func.func @max_pool_indices(%x: tensor<?x1x4x4xf32>, %y: tensor<?x1x2x2xf32>) ->
   %0 = graph.max_pool2d_indices %x, %y kernel [2, 2] strides [2, 2] {storage_order = 1 : i64} : (tensor<?x1x4x4xf32>, tensor<?x1x2x2xf32>) -> tensor<?x1x2x2xi64>
   func.return %0 : tensor<?x1x2x2xi64>
 }
+
+// CHECK-LABEL: func.func @nonzero
+// CHECK-NEXT:    %{{.*}} = graph.nonzero %{{.*}}, %{{.*}} : (tensor<?x4xf32>, tensor<i64>) -> tensor<2x?xi64>
+func.func @nonzero(%x: tensor<?x4xf32>, %c: tensor<i64>) -> tensor<2x?xi64> {
+  %0 = graph.nonzero %x, %c : (tensor<?x4xf32>, tensor<i64>) -> tensor<2x?xi64>
+  func.return %0 : tensor<2x?xi64>
+}

@@ -550,3 +550,41 @@ def test_max_pool_indices_illegal():
     m = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2])],
                [_vi("x", F, [1, 1, 4, 4, 4])], [_vi("y", F, None), _vi("i", I64, None)], 12)
     _unsupported(m, "the Indices output of a 3-D MaxPool")
+
+
+# --------------------------------------------------------------------------------------------
+# NonZero: the result's dim is known only at run time
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+@pytest.mark.parametrize("elem,dtype", [(F, np.float32), (I64, np.int64), (B, np.bool_), (U8, np.uint8)])
+def test_nonzero_data_dependent_dim(opset, elem, dtype):
+    """One compile: the count differs per call (none, some, all nonzero), and with the dynamic
+    input dim too."""
+    m = _model([helper.make_node("NonZero", ["x"], ["y"])], [_vi("x", elem, ["n", 3])], [_vi("y", I64, [2, None])], opset)
+    xs = [np.zeros((2, 3)), np.array([[0, 1, 0], [2, 0, 3], [0, 0, 4]]), np.ones((4, 3))]
+    if elem == F:
+        xs.append(np.array([[np.nan, 0, -0.0], [0.5, 0, 0]]))
+    check_against_ort(m, [{"x": x.astype(dtype)} for x in xs], ["graph.nonzero"])
+
+
+def test_nonzero_feeds_gather_nd():
+    """The data-dependent dim flows on: x[nonzero(x)] via Transpose + GatherND, and its sum."""
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx"], ["vals"]),
+             helper.make_node("ReduceSum", ["vals"], ["s"], keepdims=0)]
+    m = _model(nodes, [_vi("x", F, [3, 4])], [_vi("vals", F, [None]), _vi("s", F, [])], 11)
+    x = np.where(_rng.random((3, 4)) < 0.5, 0, _f32(3, 4)).astype(np.float32)
+    check_against_ort(m, [{"x": x}, {"x": np.zeros((3, 4), np.float32)}], rtol=1e-5)
+
+
+def test_nonzero_of_a_scalar_is_unsupported():
+    _unsupported(_model([helper.make_node("NonZero", ["x"], ["y"])], [_vi("x", F, [])], [_vi("y", I64, None)], 13),
+                 "NonZero of a 0-d tensor")
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceProd"])
+def test_reduce_over_a_dynamic_dim_that_is_empty_at_run_time(op):
+    """Used to leave the result unwritten (the reduce block's init never ran for a 0 extent)."""
+    m = _model([helper.make_node(op, ["x"], ["y"], axes=[0], keepdims=0)], [_vi("x", F, ["n", 3])], [_vi("y", F, [3])], 11)
+    check_against_ort(m, [{"x": np.zeros((0, 3), np.float32)}, {"x": _f32(2, 3)}, {"x": np.zeros((0, 3), np.float32)}])
