@@ -694,3 +694,21 @@ def emit_nonzero(n: NodeView) -> list:
     nz = cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(x, cx.scalar(0, _elem(x))))))
     count = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.CastOp(nz, i64)), list(range(rank)), keepdims=False))
     return [cx.emit1(graph.NonZeroOp(x, count))]
+
+
+@onnx_op("GlobalLpPool")
+def emit_global_lp_pool(n: NodeView) -> list:
+    """GlobalLpPool(x, p=2) -> graph.reduce_sum(|x|^p) over the spatial axes (keepdims)^(1/p)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"GlobalLpPool of {_elem(x)}")
+    rank = len(_shape(x))
+    if rank < 3:
+        raise Unsupported(f"GlobalLpPool of a rank-{rank} input (it needs N, C and spatial dims)")
+    p = float(n.attr("p", 2))
+    if p <= 0:
+        raise Unsupported("p must be positive")
+    xp = _pow_const(cx, cx.emit1(graph.AbsOp(x)) if p != 2 else x, p)
+    s = cx.emit1(graph.ReduceSumOp(xp, list(range(2, rank)), keepdims=True))
+    return [_pow_const(cx, s, 1.0 / p)]

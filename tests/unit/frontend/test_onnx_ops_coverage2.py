@@ -588,3 +588,12 @@ def test_reduce_over_a_dynamic_dim_that_is_empty_at_run_time(op):
     """Used to leave the result unwritten (the reduce block's init never ran for a 0 extent)."""
     m = _model([helper.make_node(op, ["x"], ["y"], axes=[0], keepdims=0)], [_vi("x", F, ["n", 3])], [_vi("y", F, [3])], 11)
     check_against_ort(m, [{"x": np.zeros((0, 3), np.float32)}, {"x": _f32(2, 3)}, {"x": np.zeros((0, 3), np.float32)}])
+
+
+@pytest.mark.parametrize("opset,p", [(2, 2), (2, 3), (2, 1)])
+def test_global_lp_pool(opset, p):
+    m = _model([helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)], [_vi("x", F, ["n", 3, 4, 5])],
+               [_vi("y", F, ["n", 3, 1, 1])], opset)
+    check_against_ort(m, [{"x": _f32(1, 3, 4, 5)}, {"x": _f32(2, 3, 4, 5)}], rtol=1e-5, atol=1e-6)
+    _unsupported(_model([helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)], [_vi("x", F, [3, 4])],
+                        [_vi("y", F, None)], opset), "rank-2 input")
