@@ -7,7 +7,6 @@ decomposition into graph ops.
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
 from xdsl.dialects.builtin import IntegerType, i64
 
 from minimlir.dialects import graph
@@ -28,8 +27,6 @@ from minimlir.frontend.onnx_import import (
     FOLD_LIMIT,
     NodeView,
     Unsupported,
-    element_type,
-    numpy_dtype_of,
     onnx_dtype_name,
 )
 
