@@ -606,7 +606,8 @@ def emit_lp_pool(n: NodeView) -> list:
 @onnx_op("LpNormalization")
 def emit_lp_normalization(n: NodeView) -> list:
     """LpNormalization(x, axis=-1, p=2) -> x / graph.reduce_sum(|x|^p, axis, keepdims)^(1/p)
-    (p = 1: sum |x|; p = 2: sqrt of the sum of squares)."""
+    (p = 1: sum |x|; p = 2: sqrt of the sum of squares); a zero norm gives 0 (graph.where), as
+    onnxruntime."""
     cx = n.cx
     x = _ssa(n, 0)
     if not _is_float(x):
@@ -623,7 +624,9 @@ def emit_lp_normalization(n: NodeView) -> list:
     norm = cx.emit1(graph.ReduceSumOp(t, [axis], keepdims=True))
     if p == 2:
         norm = cx.emit1(graph.SqrtOp(norm))
-    return [cx.emit1(graph.DivOp(x, norm))]
+    zero = cx.scalar(0.0, _elem(x))
+    y = cx.emit1(graph.DivOp(x, norm))
+    return [cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(norm, zero)), zero, y))]
 
 
 # --------------------------------------------------------------------------------------------
