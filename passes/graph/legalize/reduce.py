@@ -214,7 +214,8 @@ class LegalizeReduce(Legalization):
         dims = kb.dims(x)
         t = _elt(y)
         if kind in ("sum", "prod") and t == IntegerType(1):
-            raise NotImplementedError("sum / mean / prod of an i1 (bool) tensor: cast it first")
+            what = "prod" if kind == "prod" else "sum / mean"
+            raise NotImplementedError(f"{what} of an i1 (bool) tensor: cast it first")
         if not axes:  # identity (ONNX noop_with_empty_axes)
             with kb.nest(name, dims) as (b, ivs):
                 b.store(b.load(x, ivs), y, ivs)
