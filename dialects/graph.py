@@ -2305,6 +2305,17 @@ from minimlir.dialects._graph_more import (  # noqa: E402, F401  (they use the h
     TanOp,
 )
 
+from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)
+    COVERAGE_OPS,
+    CumProdOp,  # noqa: F401  (graph.CumProdOp)
+    MaxPool2dIndicesOp,  # noqa: F401  (graph.MaxPool2dIndicesOp)
+    NonZeroOp,  # noqa: F401  (graph.NonZeroOp)
+    ReduceProdOp,  # noqa: F401  (graph.ReduceProdOp)
+    ScatterElementsOp,  # noqa: F401  (graph.ScatterElementsOp)
+    ScatterNDOp,  # noqa: F401  (graph.ScatterNDOp)
+    TopKOp,  # noqa: F401  (graph.TopKOp)
+)
+
 Graph = Dialect(
     "graph",
     [
@@ -2321,6 +2332,7 @@ Graph = Dialect(
         BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
         *MORE_OPS,
+        *COVERAGE_OPS,
     ],
     [],
 )

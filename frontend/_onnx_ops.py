@@ -141,8 +141,18 @@ def _dense_dims(dims) -> list[int]:
 # elementwise
 
 
+_NP_UNARY_EXACT = {"Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Not": np.logical_not,
+                   "Ceil": np.ceil, "Floor": np.floor}
+"""Unary ops folded on small constants (exact in numpy; shape arithmetic such as
+LayerNormalization's body `ConstantOfShape(Neg(axis))` needs the value at import time)."""
+
+
 def _unary(op_cls, doc: str):
     def emit(n: NodeView) -> list:
+        v = n.input(0)
+        fold = _NP_UNARY_EXACT.get(n.op_type)
+        if fold is not None and v is not None and v.const is not None and v.const.size <= FOLD_LIMIT:
+            return [n.cx.from_const(np.asarray(fold(v.const)).astype(v.const.dtype))]
         return [n.cx.emit1(op_cls(_ssa(n, 0)))]
 
     emit.__doc__ = doc
@@ -1453,3 +1463,5 @@ def emit_argmax(n: NodeView) -> list:
 # More emitters (operator coverage) live in their own module and register themselves here.
 from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
 from minimlir.frontend import _onnx_unary  # noqa: E402,F401  (the unary ops that declare ONNX =)
+from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
+from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401

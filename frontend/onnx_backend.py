@@ -50,7 +50,11 @@ def _load(model: onnx.ModelProto | str | os.PathLike[str]) -> onnx.ModelProto:
 def parameter_inputs(model: onnx.ModelProto, problem_nodes: set[str]) -> list[str]:
     """Graph inputs that reach a shape-like operand of one of `problem_nodes` (labels as the importer
     names nodes), directly or through other nodes (Cast, Concat, ...): the inputs to specialize on."""
-    graph = model.graph
+    from minimlir.frontend.onnx_import import _expand_functions
+
+    # the importer names the nodes of expanded function bodies ("ReduceL1_0/ReduceSum/..."):
+    # trace through the same expansion (it keeps the graph inputs' names)
+    graph = _expand_functions(model)[0].graph
     initializers = {i.name for i in graph.initializer}
     graph_inputs = [vi.name for vi in graph.input if vi.name not in initializers]
     producer = {out: node for node in graph.node for out in node.output if out}

@@ -92,11 +92,13 @@ class LegalizeGatherND(Legalization):
         return dims
 
 
-@legalizes(graph.CumSumOp)
+@legalizes(graph.CumSumOp, graph.CumProdOp)
 class LegalizeCumSum(Legalization):
-    """A scan along the axis (see the module docstring)."""
+    """A scan along the axis (see the module docstring); cumprod multiplies (exclusive: from 1)."""
 
     def build(self, op: graph.CumSumOp, kb: KernelBuilder) -> None:
+        prod = isinstance(op, graph.CumProdOp)
+        name = "cumprod" if prod else "cumsum"
         (x,), (y,) = kb.inputs, kb.outputs
         axis = op.axis.value.data
         exclusive, reverse = bool(op.exclusive), bool(op.reverse)
@@ -115,17 +117,17 @@ class LegalizeCumSum(Legalization):
 
         first = list(dims)
         first[axis] = kb.top.imin(n, 1)  # an empty axis has no first element
-        with kb.nest("cumsum_first", first) as (e, vs):
+        with kb.nest(f"{name}_first", first) as (e, vs):
             p = pos(e, 0)
-            v = e.const(0, t) if exclusive else e.load(x, at(e, vs, p))
+            v = e.const(1 if prod else 0, t) if exclusive else e.load(x, at(e, vs, p))
             e.store(v, y, at(e, vs, p))
         rest = list(dims)
         rest[axis] = kb.top.imax(kb.top.isub(n, 1), 0)
-        with kb.nest("cumsum", rest) as (e, vs):
+        with kb.nest(name, rest) as (e, vs):
             i = vs[axis]
             prev, cur = pos(e, i), pos(e, e.iadd(i, 1))
             add = e.load(x, at(e, vs, prev if exclusive else cur))
-            e.store(e.add(e.load(y, at(e, vs, prev)), add), y, at(e, vs, cur))
+            e.store((e.mul if prod else e.add)(e.load(y, at(e, vs, prev)), add), y, at(e, vs, cur))
 
 
 # -- elementwise: trigonometric, hyperbolic, rounding, bit shifts -------------------------------

@@ -117,6 +117,8 @@ def identity(kind: str, t: Attribute, b: Emitter) -> SSAValue:
     false and min at true)."""
     if kind == "sum":
         return b.const(0, t)
+    if kind == "prod":
+        return b.const(1, t)
     if isinstance(t, AnyFloat):
         return b.const(float("-inf") if kind == "max" else float("inf"), t)
     assert isinstance(t, IntegerType)
@@ -132,7 +134,7 @@ def combine(kind: str, b: Emitter, acc: SSAValue, v: SSAValue) -> SSAValue:
     """acc (kind) v; on i1 max is `or` and min is `and` (a signed max would take true as -1)."""
     if kind != "sum" and acc.type == IntegerType(1):
         return b.emit(arith.OrIOp(acc, v) if kind == "max" else arith.AndIOp(acc, v))
-    return {"sum": b.add, "max": b.max, "min": b.min}[kind](acc, v)
+    return {"sum": b.add, "prod": b.mul, "max": b.max, "min": b.min}[kind](acc, v)
 
 
 def as_element(b: Emitter, n: Index, t: Attribute) -> SSAValue:
@@ -191,6 +193,7 @@ _REDUCE_KIND = {
     graph.ReduceMeanOp: "sum",
     graph.ReduceMaxOp: "max",
     graph.ReduceMinOp: "min",
+    graph.ReduceProdOp: "prod",
 }
 
 
@@ -210,8 +213,9 @@ class LegalizeReduce(Legalization):
         keep = bool(op.keepdims.value.data)  # type: ignore[attr-defined]
         dims = kb.dims(x)
         t = _elt(y)
-        if kind == "sum" and t == IntegerType(1):
-            raise NotImplementedError("sum / mean of an i1 (bool) tensor: cast it first")
+        if kind in ("sum", "prod") and t == IntegerType(1):
+            what = "prod" if kind == "prod" else "sum / mean"
+            raise NotImplementedError(f"{what} of an i1 (bool) tensor: cast it first")
         if not axes:  # identity (ONNX noop_with_empty_axes)
             with kb.nest(name, dims) as (b, ivs):
                 b.store(b.load(x, ivs), y, ivs)
@@ -225,11 +229,15 @@ class LegalizeReduce(Legalization):
 
         if any(kb.const_value(dims[ax]) == 0 for ax in axes):
             # An empty reduction: the block (and so its init) never runs; y is the identity
-            # (reduce_mean: 0 / 0 = NaN below, as NumPy). A dynamic extent that is 0 at run time
-            # is not handled (the result is then unwritten).
+            # (reduce_mean: 0 / 0 = NaN below, as NumPy).
             with kb.nest(f"{name}_empty", kb.dims(y)) as (b, ivs):
                 b.store(identity(kind, t, b), y, ivs)
         else:
+            if any(kb.const_value(dims[ax]) is None for ax in axes):
+                # a dynamic reduced extent may be 0 at run time (NonZero's count, an empty
+                # slice): then the block's init never runs, so y starts as the identity
+                with kb.nest(f"{name}_empty", kb.dims(y)) as (b, ivs):
+                    b.store(identity(kind, t, b), y, ivs)
             with reduce_nest(kb, name, dims, axes, init) as (b, a):
                 acc = b.load(y, out(a))
                 b.store(combine(kind, b, acc, b.load(x, a.full)), y, out(a))

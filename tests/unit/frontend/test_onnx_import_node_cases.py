@@ -17,9 +17,6 @@ KNOWN_GAPS = re.compile(
     r"dtype (u?int(2|4|8|16|32|64)|bfloat16|float8\w*|float4\w*|string)|cast to \w+"
     r"|3-D kernel|AveragePool with dilations|training mode|training_mode|the Indices output"
     r"|mode 'wrap'|graph input is not a tensor|constant_value must be a constant"
-    # LayerNormalization's *_expanded cases reshape to Concat(Shape(x)[:axis], [-1]): a shape
-    # tensor whose length is not known at import (selected since the new ops joined OP_TABLE)
-    r"|the target shape is not a 1-D integer tensor of static length"
 )
 
 
@@ -53,9 +50,14 @@ def _freeze(case) -> onnx.ModelProto:
         for k, i in enumerate(node.input)
         if i in names and (k >= 1 or node.op_type in ("ConstantOfShape", "Range"))
     }
+    # float parameters: Resize's roi and scales, Upsample's scales, OneHot's depth
+    float_params = {i for node in m.graph.node if node.op_type in ("Resize", "Upsample")
+                    for i in node.input[1:] if i in names}
+    float_params |= {node.input[1] for node in m.graph.node if node.op_type == "OneHot" and node.input[1] in names}
     keep = []
     for vi, array in zip(list(m.graph.input), inputs):
-        if vi.name in params and vi.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+        if vi.name in float_params or (
+                vi.name in params and vi.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)):
             m.graph.initializer.append(numpy_helper.from_array(_to_array(array), vi.name))
         else:
             keep.append(vi)

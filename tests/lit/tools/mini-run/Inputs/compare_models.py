@@ -3,7 +3,7 @@
     python compare_models.py OUT_DIR
 
 mlp.onnx:         x[batch, 8] -> MatMul 'fc' -> Add 'bias' -> Relu 'act' -> Mul 'scale' -> Softmax 'probs' -> y
-unsupported.onnx: x[4] -> CumSum 'running' -> TopK 'top' -> Einsum 'dot' (no importer for any of them)
+unsupported.onnx: x[4] -> Unique 'running' -> Compress 'top' -> DFT 'dot' (no importer for any of them)
 """
 
 import sys
@@ -37,14 +37,14 @@ def mlp() -> onnx.ModelProto:
 
 def unsupported() -> onnx.ModelProto:
     axis = numpy_helper.from_array(np.array(0, np.int64), "axis")
-    k = numpy_helper.from_array(np.array([2], np.int64), "k")
+    k = numpy_helper.from_array(np.array([True, False, True, True]), "k")
     nodes = [
-        helper.make_node("Hardmax", ["x"], ["c"], name="running", axis=0),
-        helper.make_node("TopK", ["c", "k"], ["v", "i"], name="top"),
-        helper.make_node("Einsum", ["v", "v"], ["y"], name="dot", equation="i,i->"),
+        helper.make_node("Unique", ["x"], ["c"], name="running", sorted=0),
+        helper.make_node("Compress", ["c", "k"], ["v"], name="top", axis=0),
+        helper.make_node("DFT", ["v"], ["y"], name="dot"),
     ]
     g = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", F, [4])],
-                          [helper.make_tensor_value_info("y", F, [])], [axis, k])
+                          [helper.make_tensor_value_info("y", F, None)], [axis, k])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
