@@ -534,18 +534,10 @@ def emit_topk(n: NodeView) -> list:
 def emit_cumprod(n: NodeView) -> list:
     """CumProd(x, axis, exclusive=0, reverse=0) -> graph.cumprod {axis, exclusive, reverse}
     (axis: a constant 0-d or 1-element tensor)."""
-    x = _ssa(n, 0)
-    if _elem(x) == IntegerType(1):
-        raise Unsupported("CumProd of bool")
-    a = _const_input(n, 1, "axis")
-    if a is None or a.size != 1:
-        raise Unsupported("CumProd: axis must be one integer")
-    rank = len(_shape(x))
-    axis = int(a.reshape(-1)[0])
-    if not -rank <= axis < rank:
-        raise Unsupported(f"CumProd: axis {axis} is out of range for a rank-{rank} input")
-    return [n.cx.emit1(graph.CumProdOp(x, _axis(axis, rank), exclusive=bool(n.attr("exclusive", 0)),
-                                       reverse=bool(n.attr("reverse", 0))))]
+    from minimlir.frontend._onnx_ops_more import scan_operands
+
+    x, axis, exclusive, reverse = scan_operands(n, "CumProd")
+    return [n.cx.emit1(graph.CumProdOp(x, axis, exclusive=exclusive, reverse=reverse))]
 
 
 # --------------------------------------------------------------------------------------------

@@ -86,15 +86,24 @@ def emit_gather_nd(n: NodeView) -> list:
 def emit_cumsum(n: NodeView) -> list:
     """CumSum(x, axis, exclusive=0, reverse=0) -> graph.cumsum {axis, exclusive, reverse}
     (axis: a constant 0-d or 1-element tensor)."""
+    x, axis, exclusive, reverse = scan_operands(n, "CumSum", check_range=False)
+    return [n.cx.emit1(graph.CumSumOp(x, axis, exclusive=exclusive, reverse=reverse))]
+
+
+def scan_operands(n: NodeView, op: str, check_range: bool = True) -> tuple:
+    """CumSum/CumProd's (x, axis, exclusive, reverse): x not bool, axis a constant 0-d or
+    1-element tensor (normalized; out of range -> Unsupported naming the op when check_range)."""
     x = _ssa(n, 0)
     if _elem(x) == IntegerType(1):
-        raise Unsupported("CumSum of bool")
+        raise Unsupported(f"{op} of bool")
     a = _const_input(n, 1, "axis")
     if a is None or a.size != 1:
-        raise Unsupported("CumSum: axis must be one integer")
-    axis = _axis(int(a.reshape(-1)[0]), len(x.type.get_shape()))
-    return [n.cx.emit1(graph.CumSumOp(x, axis, exclusive=bool(n.attr("exclusive", 0)),
-                                      reverse=bool(n.attr("reverse", 0))))]
+        raise Unsupported(f"{op}: axis must be one integer")
+    rank = len(x.type.get_shape())
+    axis = int(a.reshape(-1)[0])
+    if check_range and not -rank <= axis < rank:
+        raise Unsupported(f"{op}: axis {axis} is out of range for a rank-{rank} input")
+    return x, _axis(axis, rank), bool(n.attr("exclusive", 0)), bool(n.attr("reverse", 0))
 
 
 # --------------------------------------------------------------------------------------------
