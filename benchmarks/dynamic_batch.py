@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --torchvision: keep the exported ONNX files here (reused when present)")
     args = p.parse_args(argv)
     if args.runs < 1 or args.num_threads < 1:
-        p.error("--runs and --num-threads must be at least 1")
+        print("error: --runs and --num-threads must be at least 1", file=sys.stderr)
+        return 1
 
     from conformance import LIGHT_MODELS
     from dynamic_models import MODELS
