@@ -14,6 +14,18 @@ func.func private @kd(%a: memref<?x4xf32>, %b: memref<?x4xf32>) attributes {loop
 func.func private @k1(%a: memref<1xf32>, %b: memref<1xf32>) attributes {loop.kernel} {
   func.return
 }
+func.func private @k32(%a: memref<?x4xf32>, %b: memref<?x32xf32>) attributes {loop.kernel} {
+  func.return
+}
+func.func private @k8(%a: memref<?x32xf32>, %b: memref<?x8xf32>) attributes {loop.kernel} {
+  func.return
+}
+func.func private @k16(%a: memref<?x8xf32>, %b: memref<?x16xf32>) attributes {loop.kernel} {
+  func.return
+}
+func.func private @k4(%a: memref<?x16xf32>, %b: memref<?x4xf32>) attributes {loop.kernel} {
+  func.return
+}
 func.func private @kv(%a: memref<4x4xf32>, %b: memref<16xf32>) attributes {loop.kernel} {
   func.return
 }
@@ -90,8 +102,9 @@ func.func @view_extends_lifetime(%x: memref<16xf32>) -> memref<16xf32> {
 
 // Dynamic sizes: offsets after the (here empty) static region, computed at run time where the
 // arena is made; the dims are moved up there (`mem.dim %a` becomes the dim %a was made with).
-// %a and %c have the same size expression (structurally: `mem.dim %x, 0` twice) and disjoint
-// lifetimes: one slot. %b overlaps both: its own slot. %d has another size: its own slot.
+// %a, %b, %c have the same dynamic factor (structurally: `mem.dim %x, 0` twice), so they are planned
+// together in units of it, like static buffers: %a at 0, %b (overlapping both) at 64 * n, %c at
+// %a's offset (disjoint lifetimes). %d has another factor: its own region.
 // CHECK-LABEL: func.func @dynamic
 // CHECK-SAME:    (%[[X:.*]]: memref<?x4xf32>) -> memref<?x4xf32> {
 // CHECK-NEXT:    %[[N:.*]] = mem.dim %[[X]], 0 : memref<?x4xf32>
@@ -99,22 +112,15 @@ func.func @view_extends_lifetime(%x: memref<16xf32>) -> memref<16xf32> {
 // CHECK-NEXT:    %[[TWO:.*]] = arith.constant 2 : index
 // CHECK-NEXT:    %[[M2:.*]] = arith.muli %[[M]], %[[TWO]] : index
 // CHECK-NEXT:    %[[OFF0:.*]] = arith.constant 0 : index
-// CHECK-NEXT:    %[[C64:.*]] = arith.constant 64 : index
-// CHECK-NEXT:    %[[E0:.*]] = arith.constant 16 : index
-// CHECK-NEXT:    %[[B0:.*]] = arith.muli %[[E0]], %[[N]] : index
-// CHECK-NEXT:    %[[Q0:.*]] = arith.ceildivui %[[B0]], %[[C64]] : index
-// CHECK-NEXT:    %[[S0:.*]] = arith.muli %[[Q0]], %[[C64]] : index
-// CHECK-NEXT:    %[[OFF1:.*]] = arith.addi %[[OFF0]], %[[S0]] : index
-// CHECK-NEXT:    %[[E1:.*]] = arith.constant 16 : index
-// CHECK-NEXT:    %[[B1:.*]] = arith.muli %[[E1]], %[[N]] : index
-// CHECK-NEXT:    %[[Q1:.*]] = arith.ceildivui %[[B1]], %[[C64]] : index
-// CHECK-NEXT:    %[[S1:.*]] = arith.muli %[[Q1]], %[[C64]] : index
-// CHECK-NEXT:    %[[OFF2:.*]] = arith.addi %[[OFF1]], %[[S1]] : index
-// CHECK-NEXT:    %[[E2:.*]] = arith.constant 16 : index
-// CHECK-NEXT:    %[[B2:.*]] = arith.muli %[[E2]], %[[M2]] : index
-// CHECK-NEXT:    %[[Q2:.*]] = arith.ceildivui %[[B2]], %[[C64]] : index
-// CHECK-NEXT:    %[[S2:.*]] = arith.muli %[[Q2]], %[[C64]] : index
-// CHECK-NEXT:    %[[SIZE:.*]] = arith.addi %[[OFF2]], %[[S2]] : index
+// CHECK-NEXT:    %[[U1:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[B1:.*]] = arith.muli %[[U1]], %[[N]] : index
+// CHECK-NEXT:    %[[OFF1:.*]] = arith.addi %[[OFF0]], %[[B1]] : index
+// CHECK-NEXT:    %[[R0:.*]] = arith.constant 128 : index
+// CHECK-NEXT:    %[[S0:.*]] = arith.muli %[[R0]], %[[N]] : index
+// CHECK-NEXT:    %[[OFF2:.*]] = arith.addi %[[OFF0]], %[[S0]] : index
+// CHECK-NEXT:    %[[R1:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[S1:.*]] = arith.muli %[[R1]], %[[M2]] : index
+// CHECK-NEXT:    %[[SIZE:.*]] = arith.addi %[[OFF2]], %[[S1]] : index
 // CHECK-NEXT:    %[[ARENA:.*]] = mem.arena(%[[SIZE]]) : memref<?xi8>
 // CHECK-NEXT:    %[[A:.*]] = mem.slot %[[ARENA]][%[[OFF0]]](%[[N]]) {mem.dynamic_slot = 0 : i64} : memref<?xi8> -> memref<?x4xf32>
 // CHECK-NEXT:    func.call @kd(%[[X]], %[[A]])
@@ -128,7 +134,7 @@ func.func @view_extends_lifetime(%x: memref<16xf32>) -> memref<16xf32> {
 // CHECK-NEXT:    func.call @kd(%[[D]], %[[R]])
 // CHECK-NEXT:    mem.dealloc %[[ARENA]] : memref<?xi8>
 // CHECK-NEXT:    func.return %[[R]]
-// expected-remark @+1 {{peak bytes: 0 + dynamic (4 buffers planned, 0 bytes before planning + dynamic); dynamic: 4 buffers in 3 slots after the static region, of 16 * x.dim0, 16 * x.dim0, 16 * m2 bytes}}
+// expected-remark @+1 {{peak bytes: 0 + dynamic (4 buffers planned, 0 bytes before planning + dynamic); dynamic: 4 buffers in 3 slots after the static region, in 2 regions of 128 * x.dim0, 64 * m2 bytes}}
 func.func @dynamic(%x: memref<?x4xf32>) -> memref<?x4xf32> {
   %n = mem.dim %x, 0 : memref<?x4xf32>
   %a = mem.alloc(%n) : memref<?x4xf32>
@@ -160,7 +166,7 @@ func.func @dynamic(%x: memref<?x4xf32>) -> memref<?x4xf32> {
 // CHECK-NEXT:    arith.constant 0 : index
 // CHECK-NEXT:    %[[S:.*]] = mem.slot %[[ARENA]][%{{.*}}] {mem.offset = 0 : i64, mem.size = 4 : i64} : memref<?xi8> -> memref<1xf32>
 // CHECK:         mem.slot %[[ARENA]][%[[BASE]]](%{{.*}}) {mem.dynamic_slot = 0 : i64}
-// expected-remark @+1 {{peak bytes: 4 + dynamic (2 buffers planned, 4 bytes before planning + dynamic); dynamic: 1 buffer in 1 slot after the static region, of 16 * x.dim0 bytes}}
+// expected-remark @+1 {{peak bytes: 4 + dynamic (2 buffers planned, 4 bytes before planning + dynamic); dynamic: 1 buffer in 1 slot after the static region, in 1 region of 64 * x.dim0 bytes}}
 func.func @static_then_dynamic(%x: memref<?x4xf32>, %one: memref<1xf32>) -> memref<?x4xf32> {
   %s = mem.alloc() : memref<1xf32>
   func.call @k1(%one, %s) : (memref<1xf32>, memref<1xf32>) -> ()
@@ -171,6 +177,40 @@ func.func @static_then_dynamic(%x: memref<?x4xf32>, %one: memref<1xf32>) -> memr
   func.call @kd(%a, %r) : (memref<?x4xf32>, memref<?x4xf32>) -> ()
   mem.dealloc %a : memref<?x4xf32>
   mem.dealloc %s : memref<1xf32>
+  func.return %r : memref<?x4xf32>
+}
+
+// Buffers of different sizes with one dynamic factor (a batch) reuse each other's bytes as static
+// ones do: the region is the static plan of the per-batch sizes (%a 128 at 0, %c 64 at 0 after %a
+// died, %b 32 at 128: 160, aligned 192) times the batch, not one slot per size laid end to end
+// (128 + 64 + 64 per batch before).
+// CHECK-LABEL: func.func @dynamic_sizes_share_bytes
+// CHECK:         %[[N:.*]] = mem.dim %{{.*}}, 0 : memref<?x4xf32>
+// CHECK:         %[[OFF0:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[U:.*]] = arith.constant 128 : index
+// CHECK-NEXT:    %[[UB:.*]] = arith.muli %[[U]], %[[N]] : index
+// CHECK-NEXT:    %[[OFFB:.*]] = arith.addi %[[OFF0]], %[[UB]] : index
+// CHECK-NEXT:    %[[R:.*]] = arith.constant 192 : index
+// CHECK-NEXT:    %[[RB:.*]] = arith.muli %[[R]], %[[N]] : index
+// CHECK-NEXT:    %[[SIZE:.*]] = arith.addi %[[OFF0]], %[[RB]] : index
+// CHECK-NEXT:    %[[ARENA:.*]] = mem.arena(%[[SIZE]]) : memref<?xi8>
+// CHECK-NEXT:    mem.slot %[[ARENA]][%[[OFF0]]](%{{.*}}) {mem.dynamic_slot = 0 : i64} : memref<?xi8> -> memref<?x32xf32>
+// CHECK:         mem.slot %[[ARENA]][%[[OFFB]]](%{{.*}}) {mem.dynamic_slot = 1 : i64} : memref<?xi8> -> memref<?x8xf32>
+// CHECK:         mem.slot %[[ARENA]][%[[OFF0]]](%{{.*}}) {mem.dynamic_slot = 0 : i64} : memref<?xi8> -> memref<?x16xf32>
+// expected-remark @+1 {{peak bytes: 0 + dynamic (3 buffers planned, 0 bytes before planning + dynamic); dynamic: 3 buffers in 2 slots after the static region, in 1 region of 192 * x.dim0 bytes}}
+func.func @dynamic_sizes_share_bytes(%x: memref<?x4xf32>) -> memref<?x4xf32> {
+  %n = mem.dim %x, 0 : memref<?x4xf32>
+  %a = mem.alloc(%n) : memref<?x32xf32>
+  func.call @k32(%x, %a) : (memref<?x4xf32>, memref<?x32xf32>) -> ()
+  %b = mem.alloc(%n) : memref<?x8xf32>
+  func.call @k8(%a, %b) : (memref<?x32xf32>, memref<?x8xf32>) -> ()
+  mem.dealloc %a : memref<?x32xf32>
+  %c = mem.alloc(%n) : memref<?x16xf32>
+  func.call @k16(%b, %c) : (memref<?x8xf32>, memref<?x16xf32>) -> ()
+  mem.dealloc %b : memref<?x8xf32>
+  %r = mem.alloc(%n) {mem.result_slot = 0 : i64} : memref<?x4xf32>
+  func.call @k4(%c, %r) : (memref<?x16xf32>, memref<?x4xf32>) -> ()
+  mem.dealloc %c : memref<?x16xf32>
   func.return %r : memref<?x4xf32>
 }
 
@@ -240,7 +280,7 @@ func.func private @kernel_scratch(%a: memref<16xf32>) attributes {loop.kernel} {
 // CHECK:         mem.slot %{{.*}} {mem.dynamic_slot = 1 : i64}
 // CHECK:         mem.slot %{{.*}} {mem.dynamic_slot = 0 : i64}
 // CHECK:         mem.alloc(%{{.*}}) {mem.result_slot = 0 : i64}
-// expected-remark @+1 {{peak bytes: 0 + dynamic (3 buffers planned, 0 bytes before planning + dynamic); dynamic: 3 buffers in 2 slots after the static region, of 16 * x.dim0, 16 * m bytes}}
+// expected-remark @+1 {{peak bytes: 0 + dynamic (3 buffers planned, 0 bytes before planning + dynamic); dynamic: 3 buffers in 2 slots after the static region, in 1 region of 128 * x.dim0 bytes}}
 func.func @max_of_itself(%x: memref<?x4xf32>) -> memref<?x4xf32> {
   %n = mem.dim %x, 0 : memref<?x4xf32>
   %a = mem.alloc(%n) : memref<?x4xf32>
