@@ -155,6 +155,7 @@ class CompiledProgram:
         if isinstance(params, str | os.PathLike):
             params = load_params(params)
         self._params = dict(params)
+        self.params_version = getattr(self, "params_version", 0) + 1  # native calls re-read the params
 
     def release(self, ptr: int) -> None:
         """Free a buffer the native code allocated (an output nothing refers to any more)."""

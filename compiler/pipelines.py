@@ -36,8 +36,9 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile-whole-module": NamedPipeline(
-        "graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims",
-        "The part of `compile` that rewrites the whole module: symbolic dims, fusion, legalization, kernel "
+        "graph-strength-reduce,graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims",
+        "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
+        "symbolic dims, fusion, legalization, kernel "
         "fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(

@@ -167,6 +167,8 @@ class Model:
         self.outputs = meta["outputs"]
 
     # the program interface NativeFunction uses
+    params_version = 0  # the weights are bound once, at load: native calls cache their pointers
+
     def param(self, name: str, function: str) -> np.ndarray:
         return self._weights[name]
 

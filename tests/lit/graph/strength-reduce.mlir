@@ -1,0 +1,49 @@
+// RUN: mini-opt %s -p graph-strength-reduce | filecheck %s
+
+// A float power by the constant 3 is x*x*x (onnxruntime's Pow does the same), by 2 x*x, by 1 x;
+// the pow's attributes (its symbolic dims) stay on the multiplies, and the dead exponent goes.
+// CHECK-LABEL: func.func @cube
+// CHECK-NOT:     graph.constant dense<3.0
+// CHECK:         %[[S:.*]] = graph.mul %x, %x {graph.dims = ["n"]} : tensor<?x8xf32>
+// CHECK-NEXT:    %[[C:.*]] = graph.mul %[[S]], %x {graph.dims = ["n"]} : tensor<?x8xf32>
+// CHECK-NEXT:    func.return %[[C]]
+func.func @cube(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c = graph.constant dense<3.000000e+00> : tensor<f32>
+  %y = graph.pow %x, %c {graph.dims = ["n"]} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  func.return %y : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @square_f64
+// CHECK:         %[[S:.*]] = graph.mul %x, %x : tensor<4xf64>
+// CHECK-NEXT:    func.return %[[S]]
+func.func @square_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %c = graph.constant dense<2.000000e+00> : tensor<1xf64>
+  %y = graph.pow %x, %c : (tensor<4xf64>, tensor<1xf64>) -> tensor<4xf64>
+  func.return %y : tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @identity
+// CHECK-NEXT:    func.return %x
+func.func @identity(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = graph.constant dense<1.000000e+00> : tensor<f32>
+  %y = graph.pow %x, %c : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// Left alone: other exponents (powf(x, 0.5) is not sqrt(x) at -0 and -inf), a non-constant or
+// non-splat exponent, an exponent that broadcasts the base to a larger shape, integer powers.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-5: graph.pow
+// CHECK-NOT:     graph.mul
+func.func @kept(%x: tensor<4xf32>, %e: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>, tensor<4xi32>) {
+  %half = graph.constant dense<5.000000e-01> : tensor<f32>
+  %a = graph.pow %x, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %b = graph.pow %x, %e : tensor<4xf32>
+  %mixed = graph.constant dense<[2.000000e+00, 3.000000e+00, 2.000000e+00, 2.000000e+00]> : tensor<4xf32>
+  %c = graph.pow %x, %mixed : tensor<4xf32>
+  %three = graph.constant dense<3.000000e+00> : tensor<2x4xf32>
+  %d = graph.pow %x, %three : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %two = graph.constant dense<2> : tensor<i32>
+  %f = graph.pow %i, %two : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  func.return %a, %b, %c, %d, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>, tensor<4xi32>
+}
