@@ -18,6 +18,8 @@ before convert-loop-to-llvm.
       loop.for %i = %lo to %hi step %step { <body> }
     }
 
+A loop marked `loop.min_parallel_iters = N` (the parallel work threshold, for a dynamic trip
+count) is recorded in the module's `loop.parallel_min_iters = {k__par0 = N}`.
 The module gets `loop.parallel_bodies = [@k__par0, …]` so the llvm-level lowering can find
 the calls after function signatures are expanded. The call runs the loop serially over the
 full range: without the llvm-level lowering the program is still correct.
@@ -40,6 +42,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
     IndexType,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -54,6 +57,7 @@ from minimlir.dialects import loop, mem
 
 PARALLEL_BODY_ATTR = "loop.parallel_body"
 PARALLEL_BODIES_ATTR = "loop.parallel_bodies"
+MIN_ITERS_ATTR = "loop.parallel_min_iters"  # module: body name -> loop.min_parallel_iters of its loop
 
 
 def _captured(for_op: loop.ForOp) -> list[SSAValue]:
@@ -163,7 +167,12 @@ def outline_module(module: ModuleOp) -> list[func.FuncOp]:
                 name = f"{f.sym_name.data}__par{n}"
             names.add(name)
             n += 1
+            min_iters = for_op.attributes.get("loop.min_parallel_iters")
             made.append(outline(for_op, name))
+            if isinstance(min_iters, IntegerAttr):
+                old = module.attributes.get(MIN_ITERS_ATTR)
+                module.attributes[MIN_ITERS_ATTR] = DictionaryAttr(
+                    {**(old.data if isinstance(old, DictionaryAttr) else {}), name: min_iters})
     if made:
         old = module.attributes.get(PARALLEL_BODIES_ATTR)
         prev = list(old.data) if isinstance(old, ArrayAttr) else []

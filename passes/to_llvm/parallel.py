@@ -10,6 +10,10 @@ Every `llvm.call @body(%lo, %hi, %step, %args…)` to a function listed in the m
     %nt  = llvm.load @minimlir_num_threads : i32    (0: libgomp's default thread count)
     llvm.call @GOMP_parallel(%fn, %ctx, %nt, 0)     (returns when every thread is done)
 
+(with a body in the module's `loop.parallel_min_iters`, the parallel work threshold of
+passes/loop/schedule/default/threshold.py: %nt = 1 when ceildiv(hi - lo, step) is below it, so
+libgomp runs the body on the calling thread without waking the pool)
+
 and each thread runs the trampoline
 
     llvm.func internal @body_omp(%ctx: !llvm.ptr) {
@@ -29,13 +33,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, SymbolRefAttr, i32, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, SymbolRefAttr, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import llvm_ext as ext
-from minimlir.passes.loop.outline_parallel import PARALLEL_BODIES_ATTR
+from minimlir.passes.loop.outline_parallel import MIN_ITERS_ATTR, PARALLEL_BODIES_ATTR
 
 PTR = llvm.LLVMPointerType()
 NUM_THREADS_SYMBOL = "minimlir_num_threads"
@@ -115,7 +119,7 @@ def _trampoline(module: ModuleOp, body_fn: llvm.FuncOp) -> str:
     return name
 
 
-def _dispatch(call: llvm.CallOp, tramp: str) -> None:
+def _dispatch(call: llvm.CallOp, tramp: str, min_iters: int | None = None) -> None:
     fn = call.parent_op()
     while not isinstance(fn, llvm.FuncOp):
         fn = fn.parent_op()  # type: ignore[union-attr]
@@ -133,6 +137,12 @@ def _dispatch(call: llvm.CallOp, tramp: str) -> None:
     fptr = b(llvm.AddressOfOp(tramp, PTR))
     ntp = b(llvm.AddressOfOp(NUM_THREADS_SYMBOL, PTR))
     nt = b(llvm.LoadOp(ntp, i32, alignment=4))
+    if min_iters is not None:  # too few iterations to pay for fork-join: one thread, the caller's
+        lo, hi, step = call.args[:3]
+        n = b(llvm.SDivOp(b(llvm.SubOp(b(llvm.AddOp(b(llvm.SubOp(hi, lo)), step)), b.const(1))), step))
+        slt = IntegerAttr(llvm.ICmpPredicateFlag("slt").to_int(), i64)
+        small = b(llvm.ICmpOp(n, b.const(min_iters), slt))
+        nt = b(ext.SelectOp(small, b.const(1, i32), nt))
     b(llvm.CallOp("GOMP_parallel", fptr, ctx, nt, b.const(0, i32)))
     call.detach()
     call.erase()
@@ -143,6 +153,7 @@ def lower_parallel_calls(module: ModuleOp) -> int:
     """Rewrite the calls to parallel bodies; returns how many. Leaves them serial (and the
     attribute in place) if libgomp is not available."""
     attr = module.attributes.get(PARALLEL_BODIES_ATTR)
+    mi = module.attributes.pop(MIN_ITERS_ATTR, None)
     if not isinstance(attr, ArrayAttr):
         return 0
     from minimlir.backend import parallel
@@ -157,6 +168,7 @@ def lower_parallel_calls(module: ModuleOp) -> int:
         if isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.string_value() in names
     ]
     tramps: dict[str, str] = {}
+    min_iters = {k: v.value.data for k, v in mi.data.items()} if isinstance(mi, DictionaryAttr) else {}
     done = 0
     for call in calls:
         callee = call.callee.string_value()  # type: ignore[union-attr]
@@ -165,7 +177,7 @@ def lower_parallel_calls(module: ModuleOp) -> int:
             continue
         if callee not in tramps:
             tramps[callee] = _trampoline(module, body_fn)
-        _dispatch(call, tramps[callee])
+        _dispatch(call, tramps[callee], min_iters.get(callee))
         done += 1
     if done:
         _declare(module, "GOMP_parallel", llvm.LLVMFunctionType([PTR, PTR, i32, i32], llvm.LLVMVoidType()))

@@ -69,6 +69,7 @@ from minimlir.passes.loop.schedule.default.conv2d import schedule_conv2d
 from minimlir.passes.loop.schedule.default.copies import inline_copies
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 from minimlir.passes.loop.schedule.default.matmul import schedule_matmul
+from minimlir.passes.loop.schedule.default.threshold import apply_parallel_threshold
 from minimlir.passes.loop.schedule.default.transaction import REFUSALS
 
 __all__ = [
@@ -100,6 +101,7 @@ def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
                     break
             else:
                 _schedule_rest(kernel, cfg)
+        apply_parallel_threshold(kernel)  # small parallel loops run serially (threshold.py)
         trace.rule = rule_name
     _private_parallel_steps(kernel)
     return rule_name

@@ -125,6 +125,10 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("generic.width", widths, "f32 lanes of a vector"),
             Knob("generic.min_vector_extent", (4, 8, 16, 32), "static innermost extents below stay scalar"),
         )),
+        RuleKnobs("parallel", (
+            Knob("parallel.min_work", (32768, 0, 4096, 16384, 65536, 131072, 262144, 1048576),
+                 "parallel loops executing fewer ops run serially (threshold.py; 0: off)"),
+        )),
     ]
     return {r.rule: r for r in rules}
 

@@ -1,0 +1,222 @@
+"""Expand vector f32 `math.exp`, `math.tanh` and `math.erf` into polynomial code (MLIR's
+math-polynomial-approximation): straight-line vector arithmetic instead of one libm call per lane.
+
+    %y = math.exp %x : vector<8xf32>
+      ->
+    %xc = clamp(%x, -104, 89)                     ; NaN lanes are fixed up at the end
+    %n  = llvm.intr.roundeven(%xc * log2(e))
+    %r  = fmuladd(-%n, ln2_hi, %xc) ; %r = fmuladd(-%n, ln2_lo, %r)
+    %p  = 1 + r + r^2 * Q(r)                      ; |r| <= ln2/2, Q of degree 4
+    %y  = (%p * 2^(n>>1)) * 2^(n - (n>>1))        ; two scalings: 2^128 and 2^-150 both reachable
+    %y  = select(isnan(%x), %x, %y)
+
+It runs right before convert-math-to-llvm (convert-math-to-llvm would otherwise scalarize these into
+`expf`/`tanhf`/`erff` calls per lane) and emits llvm dialect ops directly (`llvm.intr.fmuladd` for the
+Horner steps: fused where the target has FMA, a multiply and an add where not; `llvm.fcmp` and
+`llvm.select` on vectors, which `arith.cmpf` does not allow in xDSL). Scalars, f16 and f64 are left
+to convert-math-to-llvm. Options `exp`, `tanh`, `erf` (all true) turn each expansion off.
+
+The functions (max error over a dense sweep of f32 inputs against float64, in f32 ulp;
+tests/unit/to_llvm/test_math_approx.py asserts it):
+
+- exp (≤ 2 ulp): clamp to [-104, 89] (exp(89) overflows to +inf, exp(-104) underflows to +0, so the
+  clamp keeps the result exact at the ends), Cody-Waite reduction with ln2 split into a 9-bit head
+  (n*ln2_hi exact for |n| <= 150 without FMA) and a tail, degree-4 Q, then two exponent scalings so
+  that results between 2^-149 and 2^128 (subnormals rounded once, by the last multiply) come out.
+- tanh (≤ 3 ulp): |x| < 0.55: x + x*s*P(s), s = x^2, P of degree 5; else (1 - e)/(1 + e) with
+  e = exp(-2|x|) (no cancellation: e <= 1/3), sign restored with copysign; ±inf -> ±1, -0 -> -0.
+- erf (≤ 3 ulp): |x| < 0.9: x*c0 + x*(c0_lo + s*P(s)) (c0 = 2/sqrt(pi) split in two), P of degree 5;
+  0.9 <= |x| < 3.92: 1 - exp(L(|x|)) with L of degree 6 approximating log(erfc(|x|)); |x| >= 3.92:
+  1 (erf rounds to 1 in f32 there); copysign.
+
+The coefficients are our own fit: Lawson's iteratively reweighted least squares (which converges to
+the minimax polynomial) on 4000 Chebyshev nodes of each interval, in float64, weighted by the error
+measure that matters (relative error of the result; for L, the error it causes in erf relative to
+erf), rounded to f32. tests/unit/to_llvm/test_math_approx.py re-derives them.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import llvm, math
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    ModuleOp,
+    VectorType,
+    i32,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+from minimlir.dialects import llvm_ext as ext
+
+# exp(r) = 1 + r + r^2 * Q(r), |r| <= ln2/2 (relative fit error 3.1e-9)
+EXP_Q = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368710055947304,
+         0.0013814610429108143)
+# tanh(x) = x + x * s * P(s), s = x^2 <= 0.55^2 (relative fit error 1.6e-10)
+TANH_P = (-0.3333333134651184, 0.13333293795585632, -0.05395964905619621, 0.021782826632261276,
+          -0.008413959294557571, 0.0023958240635693073)
+TANH_SMALL = 0.55
+# erf(x) = x * (c0 + s * P(s)), s = x^2 <= 0.9^2; ERF_P[0] = c0 (relative fit error 2.9e-10)
+ERF_P = (1.128379225730896, -0.37612634897232056, 0.11283715069293976, -0.026860510930418968,
+         0.005203863140195608, -0.0008175677503459156, 8.513248030794784e-05)
+ERF_C0_LO = 2.0 / pymath.sqrt(pymath.pi) - ERF_P[0]  # the part of 2/sqrt(pi) that c0 misses
+ERF_SMALL = 0.9
+# log(erfc(x)) = L(x), 0.9 <= x <= 3.92 (error in erf, relative to erf: 1.5e-9)
+ERFC_LOG = (-0.00016643948038108647, -1.127797245979309, -0.6369760036468506, -0.10411374270915985,
+            0.022315246984362602, -0.0030654994770884514, 0.00019822065951302648)
+ERF_ONE = 3.92  # erf(x) rounds to 1.0f from here on
+
+LOG2E = 1.4426950408889634
+LN2_HI = 0.693359375  # 355/512: 9 significant bits, so n * LN2_HI is exact for |n| < 2^15
+LN2_LO = pymath.log(2.0) - LN2_HI
+EXP_LO, EXP_HI = -104.0, 89.0
+
+
+class _Emit:
+    """Builds llvm-dialect vector code before one op: `c(1.0)` a splat constant, `mul(a, b)`, ..."""
+
+    def __init__(self, t: VectorType):
+        self.t = t
+        self.it = VectorType(i32, t.get_shape())
+        self.ops: list[Operation] = []
+        self._consts: dict[tuple, SSAValue] = {}
+
+    def _e(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def c(self, v: float) -> SSAValue:
+        key = ("f", float(v))
+        if key not in self._consts:
+            self._consts[key] = self._e(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.t, [float(v)]), self.t))
+        return self._consts[key]
+
+    def ci(self, v: int) -> SSAValue:
+        key = ("i", v)
+        if key not in self._consts:
+            self._consts[key] = self._e(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.it, [v]), self.it))
+        return self._consts[key]
+
+    def mul(self, a, b):
+        return self._e(llvm.FMulOp(a, b))
+
+    def add(self, a, b):
+        return self._e(llvm.FAddOp(a, b))
+
+    def sub(self, a, b):
+        return self._e(llvm.FSubOp(a, b))
+
+    def div(self, a, b):
+        return self._e(llvm.FDivOp(a, b))
+
+    def fma(self, a, b, c):
+        return self._e(ext.FMulAddOp(a, b, c))
+
+    def cmp(self, a, b, pred: str):
+        return self._e(ext.FCmpOp(a, b, pred))
+
+    def select(self, cond, a, b):
+        return self._e(ext.SelectOp(cond, a, b))
+
+    def abs(self, a):
+        return self._e(llvm.FAbsOp(a, self.t))
+
+    def copysign(self, mag, sign):
+        return self._e(llvm.FCopySignOp(mag, sign))
+
+    def horner(self, x, coeffs) -> SSAValue:
+        acc = self.c(coeffs[-1])
+        for k in coeffs[-2::-1]:
+            acc = self.fma(acc, x, self.c(k))
+        return acc
+
+    def pow2(self, n_int) -> SSAValue:
+        """2^n for an i32 vector n with -126 <= n <= 127: the biased exponent shifted into place."""
+        biased = self._e(llvm.AddOp(n_int, self.ci(127)))
+        return self._e(llvm.BitcastOp(self._e(llvm.ShlOp(biased, self.ci(23))), self.t))
+
+    def exp(self, x) -> SSAValue:
+        """exp(x), NaN in -> NaN out; see the module docstring."""
+        lo, hi = self.c(EXP_LO), self.c(EXP_HI)
+        xc = self.select(self.cmp(x, lo, "olt"), lo, x)  # NaN compares false: stays NaN here
+        xc = self.select(self.cmp(xc, hi, "ogt"), hi, xc)
+        nan = self.cmp(x, x, "uno")
+        xc = self.select(nan, self.c(0.0), xc)  # keep fptosi defined on every lane
+        n = self._e(ext.FRoundEvenOp(self.mul(xc, self.c(LOG2E))))
+        neg_n = self._e(llvm.FNegOp(n))
+        r = self.fma(neg_n, self.c(LN2_HI), xc)
+        r = self.fma(neg_n, self.c(LN2_LO), r)
+        p = self.add(self.fma(self.mul(r, r), self.horner(r, EXP_Q), r), self.c(1.0))
+        ni = self._e(ext.FPToSIOp(n, self.it))  # -150 <= n <= 129
+        half = self._e(llvm.AShrOp(ni, self.ci(1)))
+        rest = self._e(llvm.SubOp(ni, half))
+        y = self.mul(self.mul(p, self.pow2(half)), self.pow2(rest))
+        return self.select(nan, x, y)
+
+    def tanh(self, x) -> SSAValue:
+        a = self.abs(x)
+        s = self.mul(a, a)
+        small = self.fma(self.mul(a, s), self.horner(s, TANH_P), a)
+        e = self.exp(self.mul(a, self.c(-2.0)))
+        big = self.div(self.sub(self.c(1.0), e), self.add(self.c(1.0), e))
+        y = self.select(self.cmp(a, self.c(TANH_SMALL), "olt"), small, big)
+        return self.copysign(y, x)
+
+    def erf(self, x) -> SSAValue:
+        a = self.abs(x)
+        s = self.mul(a, a)
+        t = self.mul(s, self.horner(s, ERF_P[1:]))
+        small = self.fma(a, self.c(ERF_P[0]), self.mul(a, self.add(self.c(ERF_C0_LO), t)))
+        mid = self.sub(self.c(1.0), self.exp(self.horner(a, ERFC_LOG)))
+        y = self.select(self.cmp(a, self.c(ERF_ONE), "olt"), mid, self.c(1.0))  # NaN -> 1 here ...
+        y = self.select(self.cmp(a, self.c(ERF_SMALL), "olt"), small, y)
+        y = self.select(self.cmp(x, x, "uno"), x, y)  # ... and back to NaN
+        return self.copysign(y, x)
+
+
+@dataclass
+class ExpandVectorMath(RewritePattern):
+    """math.{exp,tanh,erf} on vector<Nxf32> -> polynomial llvm-dialect code."""
+
+    exp: bool = True
+    tanh: bool = True
+    erf: bool = True
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, math.ExpOp) and self.exp:
+            kind = "exp"
+        elif isinstance(op, math.TanhOp) and self.tanh:
+            kind = "tanh"
+        elif isinstance(op, math.ErfOp) and self.erf:
+            kind = "erf"
+        else:
+            return
+        t = op.results[0].type
+        if not (isinstance(t, VectorType) and isinstance(t.element_type, Float32Type) and t.get_num_dims() == 1):
+            return
+        b = _Emit(t)
+        y = getattr(b, kind)(op.operands[0])
+        rewriter.replace(op, b.ops, [y])
+
+
+@dataclass(frozen=True)
+class MathApproximatePass(ModulePass):
+    """Vector f32 exp/tanh/erf -> range reduction + minimax polynomials (no libm call per lane)."""
+
+    name = "math-approximate"
+
+    exp: bool = True
+    tanh: bool = True
+    erf: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        ext.load_into(ctx)
+        PatternRewriteWalker(ExpandVectorMath(self.exp, self.tanh, self.erf),
+                             apply_recursively=False).rewrite_module(op)
+

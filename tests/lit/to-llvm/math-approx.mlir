@@ -1,0 +1,71 @@
+// RUN: mini-opt %s --split-input-file -p math-approximate | filecheck %s
+// RUN: mini-opt %s --split-input-file -p 'math-approximate{exp=false tanh=false erf=false}' | filecheck %s --check-prefix=OFF
+
+// exp: clamp, NaN lanes parked at 0, Cody-Waite reduction, polynomial, two exponent scalings, NaN back.
+// CHECK-LABEL: func.func @exp
+// CHECK-SAME:    (%[[X:.*]]: vector<8xf32>)
+// CHECK-NOT:     math.exp
+// CHECK:         %[[NAN:.*]] = llvm.fcmp "uno" %[[X]], %[[X]] : vector<8xf32>
+// CHECK:         %[[N:.*]] = llvm.intr.roundeven(%{{.*}}) : (vector<8xf32>) -> vector<8xf32>
+// CHECK:         llvm.intr.fmuladd
+// CHECK:         %[[NI:.*]] = llvm.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
+// CHECK:         %[[H:.*]] = llvm.ashr %[[NI]], %{{.*}} : vector<8xi32>
+// CHECK:         llvm.shl
+// CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT:    %[[Y:.*]] = llvm.fmul %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT:    %[[R:.*]] = llvm.select %[[NAN]], %[[X]], %[[Y]] : vector<8xi1>, vector<8xf32>
+// CHECK-NEXT:    func.return %[[R]] : vector<8xf32>
+// OFF-LABEL: func.func @exp
+// OFF-NEXT:    math.exp
+func.func @exp(%x: vector<8xf32>) -> vector<8xf32> {
+  %0 = math.exp %x : vector<8xf32>
+  func.return %0 : vector<8xf32>
+}
+
+// -----
+
+// tanh: the small-|x| polynomial and (1 - e)/(1 + e), one select, then the sign of x.
+// CHECK-LABEL: func.func @tanh
+// CHECK-SAME:    (%[[X:.*]]: vector<16xf32>)
+// CHECK:         llvm.intr.fabs(%[[X]])
+// CHECK:         llvm.fdiv
+// CHECK:         %[[Y:.*]] = llvm.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK-NEXT:    %[[R:.*]] = llvm.intr.copysign(%[[Y]], %[[X]]) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NEXT:    func.return %[[R]]
+// OFF-LABEL: func.func @tanh
+// OFF-NEXT:    math.tanh
+func.func @tanh(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.tanh %x : vector<16xf32>
+  func.return %0 : vector<16xf32>
+}
+
+// -----
+
+// erf: three ranges chosen by selects, NaN restored, sign of x.
+// CHECK-LABEL: func.func @erf
+// CHECK-SAME:    (%[[X:.*]]: vector<4xf32>)
+// CHECK-NOT:     math.erf
+// CHECK:         llvm.intr.roundeven
+// CHECK:         llvm.fcmp "olt" %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK:         llvm.fcmp "uno" %[[X]], %[[X]] : vector<4xf32>
+// CHECK:         llvm.intr.copysign
+// CHECK-NEXT:    func.return
+func.func @erf(%x: vector<4xf32>) -> vector<4xf32> {
+  %0 = math.erf %x : vector<4xf32>
+  func.return %0 : vector<4xf32>
+}
+
+// -----
+
+// Scalars and f64 vectors are left to convert-math-to-llvm (libm / intrinsics).
+// CHECK-LABEL: func.func @untouched
+// CHECK-NEXT:    math.exp %{{.*}} : f32
+// CHECK-NEXT:    math.tanh %{{.*}} : vector<4xf64>
+// CHECK-NEXT:    math.erf %{{.*}} : f32
+func.func @untouched(%s: f32, %d: vector<4xf64>) -> (f32, vector<4xf64>, f32) {
+  %0 = math.exp %s : f32
+  %1 = math.tanh %d : vector<4xf64>
+  %2 = math.erf %s : f32
+  func.return %0, %1, %2 : f32, vector<4xf64>, f32
+}
