@@ -12,13 +12,15 @@ each with a dynamic batch dim and, where the model allows it, a dynamic sequence
 size. `arch/manifest.json` records for each file its inputs and the two sizes the tests run
 (`benchmarks/architectures.py`, `tests/unit/frontend/test_architectures.py`).
 
-    bert        Hugging Face BertModel (2 layers, hidden 16): input_ids, attention_mask (batch, seq)
+    bert        Hugging Face BertModel (1 layer, hidden 16): input_ids, attention_mask (batch, seq)
     roberta     Hugging Face RobertaModel (padding-aware position ids from input_ids), same inputs
-    gpt2        Hugging Face GPT2LMHeadModel (2 layers): input_ids, attention_mask (batch, seq) ->
+    gpt2        Hugging Face GPT2LMHeadModel (1 layer): input_ids, attention_mask (batch, seq) ->
                 logits; the causal mask combined with the padding mask
-    llama       Hugging Face LlamaForCausalLM (2 layers, GQA 2/1 heads): RMSNorm, rotary embeddings,
+    llama       Hugging Face LlamaForCausalLM (1 layer, GQA 2/1 heads): RMSNorm, rotary embeddings,
                 SiLU-gated MLP, causal + padding mask, same inputs
-    vit         Hugging Face ViTModel (image 16, patch 4): pixel_values (batch, 3, 16, 16)
+    vit         Hugging Face ViTModel (patch 4, trained for 16 x 16): pixel_values (batch, 3, h, w),
+                the position embeddings resized to the patch grid (interpolate_pos_encoding: a
+                bicubic Resize to run-time sizes)
     convnext    ConvNeXt (torchvision's block: 7x7 depthwise conv, channels-last LayerNorm, GELU
                 MLP, layer scale; LayerNorm2d + 2x2 stride-2 downsampling), images (batch, 3, h, w)
     efficientnet  EfficientNet (MBConv: expand, depthwise, squeeze-excite with SiLU/Sigmoid,
@@ -140,7 +142,7 @@ class EfficientNet(nn.Module):
     def __init__(self, classes: int = 10):
         super().__init__()
         # (expand, kernel, stride, in, out, repeats), EfficientNet-B0's table cut to three stages
-        setting = [(1, 3, 1, 8, 8, 1), (4, 3, 2, 8, 12, 2), (4, 5, 2, 12, 16, 1)]
+        setting = [(1, 3, 1, 8, 8, 1), (4, 3, 2, 8, 12, 1), (4, 5, 2, 12, 16, 1)]
         layers: list[nn.Module] = [conv_bn_act(3, 8, 3, 2)]
         for e, k, s, cin, cout, n in setting:
             for i in range(n):
@@ -177,8 +179,8 @@ class MobileNetV3(nn.Module):
     def __init__(self, classes: int = 10):
         super().__init__()
         # (in, kernel, expanded, out, SE, activation, stride), MobileNetV3-Small's table cut down
-        setting = [(8, 3, 8, 8, True, nn.ReLU, 2), (8, 3, 24, 12, False, nn.ReLU, 2),
-                   (12, 3, 32, 12, False, nn.ReLU, 1), (12, 5, 48, 16, True, nn.Hardswish, 2)]
+        setting = [(8, 3, 24, 12, False, nn.ReLU, 2), (12, 3, 32, 12, False, nn.ReLU, 1),
+                   (12, 5, 48, 16, True, nn.Hardswish, 2)]
         layers: list[nn.Module] = [conv_bn_act(3, 8, 3, 2, act=nn.Hardswish)]
         layers += [InvertedResidual(*row) for row in setting]
         layers.append(conv_bn_act(16, 48, 1, act=nn.Hardswish))
@@ -279,13 +281,15 @@ class HFImage(nn.Module):
         self.model = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=pixel_values, return_dict=True).last_hidden_state
+        # interpolate_pos_encoding: the position embeddings are resized (bicubic) to the image's
+        # patch grid, so the image size can be dynamic
+        return self.model(pixel_values=pixel_values, interpolate_pos_encoding=True, return_dict=True).last_hidden_state
 
 
 def _bert() -> nn.Module:
     from transformers import BertConfig, BertModel
 
-    cfg = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+    cfg = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                      intermediate_size=32, max_position_embeddings=32, type_vocab_size=2)
     return HFText(BertModel(cfg, add_pooling_layer=False), "last_hidden_state", True)
 
@@ -293,7 +297,7 @@ def _bert() -> nn.Module:
 def _roberta() -> nn.Module:
     from transformers import RobertaConfig, RobertaModel
 
-    cfg = RobertaConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+    cfg = RobertaConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=40, type_vocab_size=1, pad_token_id=1)
     return HFText(RobertaModel(cfg, add_pooling_layer=False), "last_hidden_state", True)
 
@@ -301,14 +305,14 @@ def _roberta() -> nn.Module:
 def _gpt2() -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    cfg = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=2, n_head=2, n_inner=32)
+    cfg = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2, n_inner=32)
     return HFText(GPT2LMHeadModel(cfg), "logits", True)
 
 
 def _llama() -> nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+    cfg = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32,
                       tie_word_embeddings=False)
     return HFText(LlamaForCausalLM(cfg), "logits", True)
@@ -317,7 +321,7 @@ def _llama() -> nn.Module:
 def _vit() -> nn.Module:
     from transformers import ViTConfig, ViTModel
 
-    cfg = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=16, num_hidden_layers=2,
+    cfg = ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=16, num_hidden_layers=1,
                     num_attention_heads=2, intermediate_size=32)
     return HFImage(ViTModel(cfg, add_pooling_layer=False))
 
@@ -330,7 +334,8 @@ ARCHS = {
     "roberta": (_roberta, ["input_ids", "attention_mask"], TEXT_AXES, [{"batch": 1, "seq": 5}, {"batch": 3, "seq": 11}]),
     "gpt2": (_gpt2, ["input_ids", "attention_mask"], TEXT_AXES, [{"batch": 1, "seq": 5}, {"batch": 3, "seq": 11}]),
     "llama": (_llama, ["input_ids", "attention_mask"], TEXT_AXES, [{"batch": 1, "seq": 5}, {"batch": 3, "seq": 11}]),
-    "vit": (_vit, ["pixel_values"], {0: "batch"}, [{"batch": 1}, {"batch": 3}]),
+    "vit": (_vit, ["pixel_values"], IMAGE_AXES, [{"batch": 1, "height": 16, "width": 16},
+                                                {"batch": 3, "height": 24, "width": 20}]),
     "convnext": (ConvNeXt, ["images"], IMAGE_AXES, [{"batch": 1, "height": 32, "width": 32},
                                                    {"batch": 3, "height": 48, "width": 40}]),
     "efficientnet": (EfficientNet, ["images"], IMAGE_AXES, [{"batch": 1, "height": 32, "width": 32},
@@ -342,7 +347,6 @@ ARCHS = {
     "yolo": (YOLO, ["images"], IMAGE_AXES, [{"batch": 1, "height": 32, "width": 32},
                                            {"batch": 3, "height": 64, "width": 48}]),
 }
-VIT_SHAPE = (3, 16, 16)
 
 
 def example_inputs(name: str, inputs: list[str], axes: dict[int, str], size: dict[str, int]) -> dict[str, torch.Tensor]:
@@ -356,7 +360,7 @@ def example_inputs(name: str, inputs: list[str], axes: dict[int, str], size: dic
             feeds["attention_mask"] = mask
         return feeds
     if name == "vit":
-        return {"pixel_values": torch.randn(size["batch"], *VIT_SHAPE, generator=g)}
+        return {"pixel_values": torch.randn(size["batch"], 3, size["height"], size["width"], generator=g)}
     return {"images": torch.randn(size["batch"], 3, size["height"], size["width"], generator=g)}
 
 
@@ -364,6 +368,7 @@ def export(name: str, exporter: str) -> Path:
     build, inputs, axes, sizes = ARCHS[name]
     torch.manual_seed(0)
     model = build().eval()
+    calibrate_batchnorm(model, name)
     # the export example is neither test size, so no size is baked in by a tracer (image sides
     # stay multiples of 16: the U-Net and the detector need sides divisible by 4 and 16)
     ex = {ax: v + (16 if ax in ("height", "width") else 2) for ax, v in sizes[1].items()}
@@ -385,6 +390,29 @@ def export(name: str, exporter: str) -> Path:
                               dynamic_axes=dyn, opset_version=TS_OPSET, dynamo=False)
     print(f"wrote {path.relative_to(HERE)} ({path.stat().st_size} bytes)", flush=True)
     return path
+
+
+def calibrate_batchnorm(model: nn.Module, name: str) -> None:
+    """Give every BatchNorm the statistics of a random batch (one forward pass in training mode)
+    and a random affine transform. With the initial running stats (mean 0, var 1), a deep random
+    network's activations shrink layer by layer until its output hardly depends on its input, and
+    a comparison with onnxruntime would then test little."""
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    if not bns:
+        return
+    g = torch.Generator().manual_seed(2)
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: after one batch, that batch's statistics
+        with torch.no_grad():
+            m.weight.uniform_(0.5, 1.5, generator=g)
+            m.bias.normal_(0.0, 0.2, generator=g)
+    size = {"batch": 4, "height": 32, "width": 32}
+    feeds = example_inputs(name, ARCHS[name][1], ARCHS[name][2], size)
+    model.train()
+    with torch.no_grad():
+        model(*feeds.values())
+    model.eval()
 
 
 def strip_debug_metadata(model: onnx.ModelProto) -> None:
