@@ -43,3 +43,28 @@ def test_conv_transpose_with_dynamic_spatial_dims(attrs, kernel, shapes):
     dims = ["N", 3] + ["H", "W"][: len(kernel)]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
     _check(_model(helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs), [x], [w, b]), shapes)
+
+
+RESIZE = [
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 1, 2, 2]),
+    ({"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, [1, 1, 0.5, 1.5]),
+    ({"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"}, [1, 1, 2, 0.5]),
+]
+
+
+def _resize(attrs, scales):
+    sc = numpy_helper.from_array(np.array(scales, np.float32), "scales")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "H", "W"])
+    return _model(helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs), [x], [sc])
+
+
+@pytest.mark.parametrize("attrs,scales", RESIZE, ids=["nearest-2x", "linear-0.5x1.5", "cubic-2x0.5"])
+def test_resize_with_constant_scales_on_dynamic_dims(attrs, scales):
+    _check(_resize(attrs, scales), [(1, 2, 5, 7), (2, 2, 8, 4)])
+
+
+def test_resize_of_a_dynamic_dim_by_an_inexact_scale_says_why():
+    from minimlir.frontend.onnx_import import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=r"scale 0.3\d* is not a ratio p/q"):
+        compile(_resize({"mode": "linear"}, [1, 1, 0.3, 2]), cache=False)
