@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 from xdsl.dialects.builtin import Float64Type, i64
+from xdsl.ir import SSAValue
 
 from minimlir.dialects import graph
 from minimlir.frontend._onnx_ops import _const_input, _elem, _is_float, _s, _shape, _ssa, onnx_op
@@ -129,43 +130,48 @@ def resize_axis(cx, x, axis: int, idx: np.ndarray, w: np.ndarray, outside: np.nd
     return y
 
 
-def dynamic_axis_unsupported(scale: float, by_sizes: bool, mode: str, coord_mode: str, antialias: bool,
+def dynamic_axis_unsupported(scale: float | None, by_sizes: bool, mode: str, coord_mode: str, antialias: bool,
                              exclude_outside: bool) -> str | None:
     """Why an axis of run-time size cannot be resized by `resize_dynamic_axis`, or None."""
     if by_sizes:
         return "a constant output size needs a static input size"
-    if Fraction(scale).denominator > 1 << 20:
+    if scale is not None and Fraction(scale).denominator > 1 << 20:
         return f"scale {scale} is not a ratio p/q with a small power-of-two q (the output size floor(n*scale) is exact)"
     if coord_mode == "tf_crop_and_resize":
         return "tf_crop_and_resize needs a static input size"
-    if antialias and mode != "nearest" and scale < 1:
+    if antialias and mode != "nearest" and (scale is None or scale < 1):
         return "antialias when downsampling needs a static input size"
     if exclude_outside:
         return "exclude_outside needs a static input size"
     return None
 
 
-def resize_dynamic_axis(cx, x, axis: int, scale: float, *, mode: str, coord_mode: str, nearest_mode: str,
+def resize_dynamic_axis(cx, x, axis: int, scale: float | None, size=None, *, mode: str, coord_mode: str, nearest_mode: str,
                         cubic_a: float):
     """x resized along `axis`, whose size n is known only at run time, by a constant `scale`: the
     output size is m = floor(n * scale) = (n * p) // q (scale = p/q exactly), and the taps of
     `axis_taps` are computed in the graph, in float64 like axis_taps, from o = 0 .. m-1
-    (an exclusive graph.cumsum of ones of length m, so the dim stays the symbolic m):
+    (an exclusive graph.cumsum of ones of length m, so the dim stays the symbolic m). With
+    `scale` None, the output size is `size` (an int or index value from Resize's sizes) and the
+    scale m / n is computed at run time too:
 
         src = source coordinate of o (the coordinate mode, with n and m as run-time scalars)
         nearest: idx = clamp(round(src), 0, n-1); y = gather(x, idx, axis)
         linear / cubic: base = ceil(src) - 1; for each tap t: idx_t = base + first + t,
             w_t = kernel(idx_t - src); y = sum_t gather(x, clamp(idx_t, 0, n-1), axis) * w_t
     """
-    frac = Fraction(scale)
     dims = cx.dims(x)
     rank = len(dims)
     nin = dims[axis]
-    m = cx.iarith("div", cx.iarith("mul", nin, frac.numerator), frac.denominator)
+    if scale is None:
+        m = size
+    else:
+        frac = Fraction(scale)
+        m = cx.iarith("div", cx.iarith("mul", nin, frac.numerator), frac.denominator)
     f64, elem = Float64Type(), _elem(x)
 
-    def const(v: float):
-        return cx.scalar(float(v), f64)
+    def const(v):
+        return v if isinstance(v, SSAValue) else cx.scalar(float(v), f64)
 
     def binop(cls, a, b):
         return cx.emit1(cls(a, b))
@@ -174,6 +180,8 @@ def resize_dynamic_axis(cx, x, axis: int, scale: float, *, mode: str, coord_mode
         return cx.emit1(graph.CastOp(cx.emit1(graph.FromDimsOp([cx.index(d)])), f64))
 
     n_f, m_f = dim_f64(nin), dim_f64(m)
+    if scale is None:
+        scale = cx.emit1(graph.DivOp(m_f, n_f))
     o = cx.emit1(graph.CumSumOp(cx.broadcast_to(const(1.0), [m]), 0, exclusive=True))
     if coord_mode == "asymmetric":
         src = binop(graph.DivOp, o, const(scale))
@@ -208,7 +216,7 @@ def resize_dynamic_axis(cx, x, axis: int, scale: float, *, mode: str, coord_mode
             part = binop(graph.SubOp, src, fl)
             cmp = graph.LeOp if nearest_mode == "round_prefer_floor" else graph.LtOp
             pos = cx.emit1(graph.WhereOp(binop(cmp, part, const(0.5)), fl, binop(graph.AddOp, fl, const(1.0))))
-        elif nearest_mode == "ceil" or (nearest_mode == "simple" and scale < 1):
+        elif nearest_mode == "ceil" or (nearest_mode == "simple" and scale < 1):  # simple: a float scale
             pos = cx.emit1(graph.CeilOp(src))
         else:  # floor, and simple when upsampling
             pos = fl
@@ -294,9 +302,19 @@ def emit_resize(n: NodeView) -> list:
             raise Unsupported(f"Resize: axes {list(n.attr('axes'))} are not distinct axes of a rank-{rank} input")
         roi_c = _const_input(n, 1, "roi") if coord_mode == "tf_crop_and_resize" else None
         sc = _const_input(n, 2, "scales")
-        sz = _const_input(n, 3, "sizes")
+        try:
+            sz = _const_input(n, 3, "sizes")
+        except Unsupported:
+            # sizes computed from shapes (e.g. a ViT's position grid resized to the image's patch
+            # grid): symbolic output dims, resized by `resize_dynamic_axis` with scale m / n
+            sz = cx.sym_of(n.input(3))
+            if sz is None or all(isinstance(v, int) for v in sz):
+                raise
         scales = None if sc is None or sc.size == 0 else [float(v) for v in sc.reshape(-1)]
-        sizes = None if sz is None or sz.size == 0 else [int(v) for v in sz.reshape(-1)]
+        if isinstance(sz, list):
+            sizes = [v if not isinstance(v, int) else int(v) for v in sz]
+        else:
+            sizes = None if sz is None or sz.size == 0 else [int(v) for v in sz.reshape(-1)]
         if (scales is None) == (sizes is None):
             raise Unsupported("Resize needs exactly one of scales and sizes")
         roi = None if roi_c is None or roi_c.size == 0 else [float(v) for v in roi_c.reshape(-1)]
@@ -309,11 +327,18 @@ def emit_resize(n: NodeView) -> list:
         raise Unsupported(f"{n.op_type}: {count} scales/sizes for {len(axes)} axes")
     if scales is not None and any(not v > 0 for v in scales):
         raise Unsupported(f"{n.op_type}: scales must be positive, got {scales}")
-    if sizes is not None and any(v < 0 for v in sizes):
+    run_time_sizes = sizes is not None and not all(isinstance(v, int) for v in sizes)
+    if run_time_sizes and (policy != "stretch" or antialias):
+        raise Unsupported(f"{n.op_type}: sizes computed at run time need keep_aspect_ratio_policy stretch and "
+                          "no antialias")
+    if sizes is not None and any(isinstance(v, int) and v < 0 for v in sizes):
         raise Unsupported(f"Resize: sizes must be >= 0, got {sizes}")
     # per resized axis: (input size, output size, scale)
     plan = []
-    if sizes is not None:
+    if run_time_sizes:
+        targets = [(a, v, v / shape[a] if isinstance(v, int) and shape[a] > 0 else None)
+                   for a, v in zip(axes, sizes)]
+    elif sizes is not None:
         ratios = [sizes[k] / shape[a] if shape[a] > 0 else 1.0 for k, a in enumerate(axes)]
         if policy != "stretch":
             r = min(ratios) if policy == "not_larger" else max(ratios)
@@ -327,6 +352,12 @@ def emit_resize(n: NodeView) -> list:
         nin = shape[a]
         if nin == m and s == 1.0 and (roi is None or (roi[k], roi[k + len(axes)]) == (0.0, 1.0)):
             continue  # identity along this axis
+        if s is None or isinstance(m, SSAValue):  # the output size is computed at run time
+            why = dynamic_axis_unsupported(None, False, mode, coord_mode, antialias, exclude_outside)
+            if why:
+                raise Unsupported(f"{n.op_type} to a run-time size (axis {a}): {why}")
+            plan.append((a, -1, m, None, None))
+            continue
         if nin < 0:
             why = dynamic_axis_unsupported(s, sizes is not None, mode, coord_mode, antialias, exclude_outside)
             if why:
@@ -339,7 +370,7 @@ def emit_resize(n: NodeView) -> list:
     y = x
     for a, nin, m, s, r in plan:
         if nin < 0:
-            y = resize_dynamic_axis(cx, y, a, s, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,
+            y = resize_dynamic_axis(cx, y, a, s, m if s is None else None, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,
                                     cubic_a=cubic_a)
             continue
         idx, w, outside = axis_taps(nin, m, s, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,

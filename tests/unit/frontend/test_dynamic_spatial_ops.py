@@ -68,3 +68,18 @@ def test_resize_of_a_dynamic_dim_by_an_inexact_scale_says_why():
 
     with pytest.raises(UnsupportedModelError, match=r"scale 0.3\d* is not a ratio p/q"):
         compile(_resize({"mode": "linear"}, [1, 1, 0.3, 2]), cache=False)
+
+
+def test_resize_to_sizes_computed_from_a_shape():
+    """A static grid resized to a run-time size (a ViT's position embeddings to the patch grid of
+    an image of any size): sizes = Concat([1, 2], Shape(ref)[2:4])."""
+    grid = numpy_helper.from_array(np.random.default_rng(2).standard_normal((1, 2, 4, 4)).astype(np.float32), "grid")
+    head = numpy_helper.from_array(np.array([1, 2], np.int64), "head")
+    nodes = [helper.make_node("Shape", ["x"], ["hw"], start=2, end=4),
+             helper.make_node("Concat", ["head", "hw"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["grid", "", "", "sizes"], ["r"], mode="cubic"),
+             helper.make_node("Add", ["r", "x"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "H", "W"])
+    g = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [grid, head])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8).SerializeToString()
+    _check(model, [(1, 2, 4, 4), (2, 2, 6, 5)])
