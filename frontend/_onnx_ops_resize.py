@@ -146,8 +146,8 @@ def dynamic_axis_unsupported(scale: float | None, by_sizes: bool, mode: str, coo
     return None
 
 
-def resize_dynamic_axis(cx, x, axis: int, scale: float | None, size=None, *, mode: str, coord_mode: str, nearest_mode: str,
-                        cubic_a: float):
+def resize_dynamic_axis(cx, x, axis: int, scale: float | None, size=None, *, mode: str, coord_mode: str,
+                        nearest_mode: str, cubic_a: float):
     """x resized along `axis`, whose size n is known only at run time, by a constant `scale`: the
     output size is m = floor(n * scale) = (n * p) // q (scale = p/q exactly), and the taps of
     `axis_taps` are computed in the graph, in float64 like axis_taps, from o = 0 .. m-1
@@ -370,8 +370,8 @@ def emit_resize(n: NodeView) -> list:
     y = x
     for a, nin, m, s, r in plan:
         if nin < 0:
-            y = resize_dynamic_axis(cx, y, a, s, m if s is None else None, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,
-                                    cubic_a=cubic_a)
+            y = resize_dynamic_axis(cx, y, a, s, m if s is None else None, mode=mode, coord_mode=coord_mode,
+                                    nearest_mode=nearest_mode, cubic_a=cubic_a)
             continue
         idx, w, outside = axis_taps(nin, m, s, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,
                                     cubic_a=cubic_a, antialias=antialias, exclude_outside=exclude_outside, roi=r)
