@@ -379,8 +379,7 @@ def emit_conv_transpose(n: NodeView) -> list:
     dilations = list(n.attr("dilations", [1] * k))
     out_pad = list(n.attr("output_padding", [0] * k))
     in_sizes = _shape(x)[2:]
-    if DYNAMIC in in_sizes:
-        raise Unsupported("ConvTranspose with dynamic spatial dims")
+    dynamic = DYNAMIC in in_sizes
     ap = n.attr("auto_pad", b"NOTSET")
     ap = ap.decode() if isinstance(ap, bytes) else ap
     pads = n.attr("pads")
@@ -396,9 +395,17 @@ def emit_conv_transpose(n: NodeView) -> list:
         raise Unsupported(f"ConvTranspose: pads has {len(pads)} values for {k} spatial dims")
     if any(op >= max(s, d) for op, s, d in zip(out_pad, strides, dilations)):
         raise Unsupported(f"ConvTranspose: output_padding {out_pad} must be smaller than the stride or dilation")
-    heads, outs = conv_transpose_geometry(in_sizes, kernel, strides, dilations, out_pad, pads, out_shape, ap)
-    if any(o <= 0 for o in outs):
-        raise Unsupported(f"ConvTranspose: output size {outs} is not positive")
+    if dynamic and out_shape is not None:
+        raise Unsupported("ConvTranspose with an output_shape and dynamic spatial dims")
+    if dynamic:
+        # out - in*stride does not depend on `in` (SAME_*: 0; pads: extra - both pads), so the
+        # paddings stay static; a size-1 placeholder gives them (outs are not used below)
+        heads, outs = conv_transpose_geometry([1] * k, kernel, strides, dilations, out_pad, pads, None, ap)
+        outs = [o - s for o, s in zip(outs, strides)]  # out - in*stride, per dim
+    else:
+        heads, outs = conv_transpose_geometry(in_sizes, kernel, strides, dilations, out_pad, pads, out_shape, ap)
+        if any(o <= 0 for o in outs):
+            raise Unsupported(f"ConvTranspose: output size {outs} is not positive")
     cout = wshape[1] * group
     # the weight as a conv2d weight (M, C/g, kh, kw), flipped
     if w_v.const is not None:
@@ -417,14 +424,18 @@ def emit_conv_transpose(n: NodeView) -> list:
         x = cx.reshape(x, [dims[0], dims[1], 1, dims[2]])
         wt = cx.reshape(wt, [cout, wshape[0] // group, 1, kernel[0]])
         in_sizes, kernel, strides, dilations = [1] + in_sizes, [1] + kernel, [1] + strides, [1] + dilations
-        heads, outs = [0] + heads, [1] + outs
+        heads, outs = [0] + heads, [0 if dynamic else 1] + outs
     dims = cx.dims(x)
     if any(s > 1 for s in strides):
-        x = cx.reshape(x, [dims[0], dims[1], in_sizes[0], 1, in_sizes[1], 1])
+        x = cx.reshape(x, [dims[0], dims[1], dims[2], 1, dims[3], 1])
         x = cx.emit1(graph.PadOp(x, [0] * 6 + [0, 0, 0, strides[0] - 1, 0, strides[1] - 1]))
-        x = cx.reshape(x, [dims[0], dims[1], in_sizes[0] * strides[0], in_sizes[1] * strides[1]])
+        x = cx.reshape(x, [dims[0], dims[1], cx.iarith("mul", dims[2], strides[0]),
+                           cx.iarith("mul", dims[3], strides[1])])
     begin = [(kk - 1) * d - h for kk, d, h in zip(kernel, dilations, heads)]
-    end = [o + h - i * s for o, h, i, s in zip(outs, heads, in_sizes, strides)]
+    if dynamic:  # outs holds out - in*stride
+        end = [o + h for o, h in zip(outs, heads)]
+    else:
+        end = [o + h - i * s for o, h, i, s in zip(outs, heads, in_sizes, strides)]
     if any(begin) or any(end):
         x = cx.emit1(graph.PadOp(x, [0, 0] + begin + [0, 0] + end))
     b = cx.ssa(n.input(2)) if n.input(2) is not None else None

@@ -24,8 +24,11 @@ extrapolation_value (graph.where with a constant mask).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
+from xdsl.dialects.builtin import Float64Type, i64
+from xdsl.ir import SSAValue
 
 from minimlir.dialects import graph
 from minimlir.frontend._onnx_ops import _const_input, _elem, _is_float, _s, _shape, _ssa, onnx_op
@@ -127,6 +130,119 @@ def resize_axis(cx, x, axis: int, idx: np.ndarray, w: np.ndarray, outside: np.nd
     return y
 
 
+def dynamic_axis_unsupported(scale: float | None, by_sizes: bool, mode: str, coord_mode: str, antialias: bool,
+                             exclude_outside: bool) -> str | None:
+    """Why an axis of run-time size cannot be resized by `resize_dynamic_axis`, or None."""
+    if by_sizes:
+        return "a constant output size needs a static input size"
+    if scale is not None and Fraction(scale).denominator > 1 << 20:
+        return f"scale {scale} is not a ratio p/q with a small power-of-two q (the output size floor(n*scale) is exact)"
+    if coord_mode == "tf_crop_and_resize":
+        return "tf_crop_and_resize needs a static input size"
+    if antialias and mode != "nearest" and (scale is None or scale < 1):
+        return "antialias when downsampling needs a static input size"
+    if exclude_outside:
+        return "exclude_outside needs a static input size"
+    return None
+
+
+def resize_dynamic_axis(cx, x, axis: int, scale: float | None, size=None, *, mode: str, coord_mode: str,
+                        nearest_mode: str, cubic_a: float):
+    """x resized along `axis`, whose size n is known only at run time, by a constant `scale`: the
+    output size is m = floor(n * scale) = (n * p) // q (scale = p/q exactly), and the taps of
+    `axis_taps` are computed in the graph, in float64 like axis_taps, from o = 0 .. m-1
+    (an exclusive graph.cumsum of ones of length m, so the dim stays the symbolic m). With
+    `scale` None, the output size is `size` (an int or index value from Resize's sizes) and the
+    scale m / n is computed at run time too:
+
+        src = source coordinate of o (the coordinate mode, with n and m as run-time scalars)
+        nearest: idx = clamp(round(src), 0, n-1); y = gather(x, idx, axis)
+        linear / cubic: base = ceil(src) - 1; for each tap t: idx_t = base + first + t,
+            w_t = kernel(idx_t - src); y = sum_t gather(x, clamp(idx_t, 0, n-1), axis) * w_t
+    """
+    dims = cx.dims(x)
+    rank = len(dims)
+    nin = dims[axis]
+    if scale is None:
+        m = size
+    else:
+        frac = Fraction(scale)
+        m = cx.iarith("div", cx.iarith("mul", nin, frac.numerator), frac.denominator)
+    f64, elem = Float64Type(), _elem(x)
+
+    def const(v):
+        return v if isinstance(v, SSAValue) else cx.scalar(float(v), f64)
+
+    def binop(cls, a, b):
+        return cx.emit1(cls(a, b))
+
+    def dim_f64(d):
+        return cx.emit1(graph.CastOp(cx.emit1(graph.FromDimsOp([cx.index(d)])), f64))
+
+    n_f, m_f = dim_f64(nin), dim_f64(m)
+    if scale is None:
+        scale = cx.emit1(graph.DivOp(m_f, n_f))
+    o = cx.emit1(graph.CumSumOp(cx.broadcast_to(const(1.0), [m]), 0, exclusive=True))
+    if coord_mode == "asymmetric":
+        src = binop(graph.DivOp, o, const(scale))
+    elif coord_mode == "align_corners":
+        length = binop(graph.MulOp, n_f, const(scale))  # the unrounded output length
+        den = binop(graph.SubOp, length, const(1.0))
+        one = binop(graph.LeOp, length, const(1.0))
+        ratio = binop(graph.DivOp, binop(graph.SubOp, n_f, const(1.0)),
+                      cx.emit1(graph.WhereOp(one, const(1.0), den)))
+        src = cx.emit1(graph.WhereOp(one, const(0.0), binop(graph.MulOp, o, ratio)))
+    else:
+        src = binop(graph.SubOp, binop(graph.DivOp, binop(graph.AddOp, o, const(0.5)), const(scale)), const(0.5))
+        if coord_mode == "pytorch_half_pixel":
+            src = cx.emit1(graph.WhereOp(binop(graph.LeOp, binop(graph.MulOp, n_f, const(scale)), const(1.0)),
+                                         const(-0.5), src))
+        elif coord_mode == "half_pixel_symmetric":
+            length = binop(graph.MulOp, n_f, const(scale))
+            offset = binop(graph.MulOp, binop(graph.DivOp, n_f, const(2.0)),
+                           binop(graph.SubOp, const(1.0), binop(graph.DivOp, m_f, length)))
+            src = binop(graph.AddOp, offset, src)
+    last = binop(graph.SubOp, n_f, const(1.0))
+    col = [1] * rank
+    col[axis] = m
+
+    def gather(pos):  # pos: float64 positions, clamped to [0, n-1] and gathered along `axis`
+        pos = binop(graph.MinOp, binop(graph.MaxOp, pos, const(0.0)), last)
+        return cx.emit1(graph.GatherOp(x, cx.emit1(graph.CastOp(pos, i64)), axis))
+
+    if mode == "nearest":
+        fl = cx.emit1(graph.FloorOp(src))
+        if nearest_mode in ("round_prefer_floor", "round_prefer_ceil"):
+            part = binop(graph.SubOp, src, fl)
+            cmp = graph.LeOp if nearest_mode == "round_prefer_floor" else graph.LtOp
+            pos = cx.emit1(graph.WhereOp(binop(cmp, part, const(0.5)), fl, binop(graph.AddOp, fl, const(1.0))))
+        elif nearest_mode == "ceil" or (nearest_mode == "simple" and scale < 1):  # simple: a float scale
+            pos = cx.emit1(graph.CeilOp(src))
+        else:  # floor, and simple when upsampling
+            pos = fl
+        return gather(pos)
+    first, taps = (0, 2) if mode == "linear" else (-1, 4)
+    base = binop(graph.SubOp, cx.emit1(graph.CeilOp(src)), const(1.0))
+    y = None
+    for t in range(taps):
+        pos = binop(graph.AddOp, base, const(first + t))
+        d = cx.emit1(graph.AbsOp(binop(graph.SubOp, pos, src)))
+        if mode == "linear":
+            w = binop(graph.MaxOp, binop(graph.SubOp, const(1.0), d), const(0.0))
+        else:
+            a = cubic_a
+            near = binop(graph.AddOp, binop(graph.MulOp, binop(graph.MulOp, binop(
+                graph.SubOp, binop(graph.MulOp, const(a + 2), d), const(a + 3)), d), d), const(1.0))
+            far = binop(graph.SubOp, binop(graph.MulOp, binop(graph.AddOp, binop(graph.MulOp, binop(
+                graph.SubOp, binop(graph.MulOp, const(a), d), const(5 * a)), d), const(8 * a)), d), const(4 * a))
+            w = cx.emit1(graph.WhereOp(binop(graph.LeOp, d, const(1.0)), near, cx.emit1(graph.WhereOp(
+                binop(graph.LtOp, d, const(2.0)), far, const(0.0)))))
+        w = cx.reshape(cx.emit1(graph.CastOp(w, elem)), col)
+        term = binop(graph.MulOp, gather(pos), w)
+        y = term if y is None else binop(graph.AddOp, y, term)
+    return y
+
+
 def _check_resize(node, opset):
     attrs = {a.name: a for a in node.attribute}
 
@@ -156,7 +272,8 @@ def _check_resize(node, opset):
 def emit_resize(n: NodeView) -> list:
     """Resize(x, roi, scales, sizes) / Upsample(x, scales) -> per resized axis, graph.gather
     taps with constant indices, weighted and summed (see the module docstring). roi, scales and
-    sizes must be constants; the resized dims static."""
+    sizes must be constants; a resized dim of run-time size needs scales, and its taps are
+    computed in the graph (`resize_dynamic_axis`)."""
     cx = n.cx
     x = _ssa(n, 0)
     shape = _shape(x)
@@ -185,9 +302,19 @@ def emit_resize(n: NodeView) -> list:
             raise Unsupported(f"Resize: axes {list(n.attr('axes'))} are not distinct axes of a rank-{rank} input")
         roi_c = _const_input(n, 1, "roi") if coord_mode == "tf_crop_and_resize" else None
         sc = _const_input(n, 2, "scales")
-        sz = _const_input(n, 3, "sizes")
+        try:
+            sz = _const_input(n, 3, "sizes")
+        except Unsupported:
+            # sizes computed from shapes (e.g. a ViT's position grid resized to the image's patch
+            # grid): symbolic output dims, resized by `resize_dynamic_axis` with scale m / n
+            sz = cx.sym_of(n.input(3))
+            if sz is None or all(isinstance(v, int) for v in sz):
+                raise
         scales = None if sc is None or sc.size == 0 else [float(v) for v in sc.reshape(-1)]
-        sizes = None if sz is None or sz.size == 0 else [int(v) for v in sz.reshape(-1)]
+        if isinstance(sz, list):
+            sizes = [v if not isinstance(v, int) else int(v) for v in sz]
+        else:
+            sizes = None if sz is None or sz.size == 0 else [int(v) for v in sz.reshape(-1)]
         if (scales is None) == (sizes is None):
             raise Unsupported("Resize needs exactly one of scales and sizes")
         roi = None if roi_c is None or roi_c.size == 0 else [float(v) for v in roi_c.reshape(-1)]
@@ -200,11 +327,18 @@ def emit_resize(n: NodeView) -> list:
         raise Unsupported(f"{n.op_type}: {count} scales/sizes for {len(axes)} axes")
     if scales is not None and any(not v > 0 for v in scales):
         raise Unsupported(f"{n.op_type}: scales must be positive, got {scales}")
-    if sizes is not None and any(v < 0 for v in sizes):
+    run_time_sizes = sizes is not None and not all(isinstance(v, int) for v in sizes)
+    if run_time_sizes and (policy != "stretch" or antialias):
+        raise Unsupported(f"{n.op_type}: sizes computed at run time need keep_aspect_ratio_policy stretch and "
+                          "no antialias")
+    if sizes is not None and any(isinstance(v, int) and v < 0 for v in sizes):
         raise Unsupported(f"Resize: sizes must be >= 0, got {sizes}")
     # per resized axis: (input size, output size, scale)
     plan = []
-    if sizes is not None:
+    if run_time_sizes:
+        targets = [(a, v, v / shape[a] if isinstance(v, int) and shape[a] > 0 else None)
+                   for a, v in zip(axes, sizes)]
+    elif sizes is not None:
         ratios = [sizes[k] / shape[a] if shape[a] > 0 else 1.0 for k, a in enumerate(axes)]
         if policy != "stretch":
             r = min(ratios) if policy == "not_larger" else max(ratios)
@@ -218,13 +352,27 @@ def emit_resize(n: NodeView) -> list:
         nin = shape[a]
         if nin == m and s == 1.0 and (roi is None or (roi[k], roi[k + len(axes)]) == (0.0, 1.0)):
             continue  # identity along this axis
+        if s is None or isinstance(m, SSAValue):  # the output size is computed at run time
+            why = dynamic_axis_unsupported(None, False, mode, coord_mode, antialias, exclude_outside)
+            if why:
+                raise Unsupported(f"{n.op_type} to a run-time size (axis {a}): {why}")
+            plan.append((a, -1, m, None, None))
+            continue
         if nin < 0:
-            raise Unsupported(f"{n.op_type} of a dynamic dim (axis {a})")
+            why = dynamic_axis_unsupported(s, sizes is not None, mode, coord_mode, antialias, exclude_outside)
+            if why:
+                raise Unsupported(f"{n.op_type} of a dynamic dim (axis {a}): {why}")
+            plan.append((a, nin, m, s, None))
+            continue
         if nin == 0 or m == 0:
             raise Unsupported(f"{n.op_type} to or from an empty axis")
         plan.append((a, nin, m, s, None if roi is None else (roi[k], roi[k + len(axes)])))
     y = x
     for a, nin, m, s, r in plan:
+        if nin < 0:
+            y = resize_dynamic_axis(cx, y, a, s, m if s is None else None, mode=mode, coord_mode=coord_mode,
+                                    nearest_mode=nearest_mode, cubic_a=cubic_a)
+            continue
         idx, w, outside = axis_taps(nin, m, s, mode=mode, coord_mode=coord_mode, nearest_mode=nearest_mode,
                                     cubic_a=cubic_a, antialias=antialias, exclude_outside=exclude_outside, roi=r)
         y = resize_axis(cx, y, a, idx, w, outside, extrapolation)
