@@ -1,8 +1,10 @@
 """Architectures end to end: the random-weight exports in tests/data/arch/ (made by
 tests/data/make_architectures.py from Hugging Face transformers and small torchvision-style
 definitions), each compiled once and matched with onnxruntime at both of its sizes (two batch sizes,
-and two sequence lengths or image sizes where the model has them). The suite runs every
-architecture once, the exporters alternating; `python benchmarks/architectures.py` runs all files."""
+and two sequence lengths or image sizes where the model has them). A compile costs ~20 CPU-s, so the
+suite runs a sample of three (an encoder and a LLaMA decoder from the dynamo exporter, the U-Net from
+TorchScript); `python benchmarks/architectures.py` runs all twenty files (every architecture, both
+exporters)."""
 
 from __future__ import annotations
 
@@ -18,10 +20,8 @@ from minimlir.frontend import compile
 ROOT = Path(__file__).resolve().parents[3]
 ARCH = ROOT / "tests" / "data" / "arch"
 
-# every architecture once; dynamo for half of them, TorchScript for the other half
-CASES = [("bert", "dynamo"), ("roberta", "ts"), ("gpt2", "ts"), ("llama", "dynamo"), ("vit", "ts"),
-         ("convnext", "dynamo"), ("efficientnet", "ts"), ("mobilenetv3", "dynamo"), ("unet", "ts"),
-         ("yolo", "dynamo")]
+# the suite's sample: both exporters, a transformer encoder, an LLM decoder, a conv net
+CASES = [("bert", "dynamo"), ("llama", "dynamo"), ("unet", "ts")]
 
 
 def _bench():
@@ -34,9 +34,10 @@ def _bench():
 BENCH = _bench()
 
 
-def test_the_sample_covers_every_architecture_and_both_exporters():
-    assert sorted(n for n, _ in CASES) == sorted(BENCH.manifest())
+def test_every_architecture_is_exported_both_ways_and_small():
+    assert set(n for n, _ in CASES) <= set(BENCH.manifest())
     assert {e for _, e in CASES} == set(BENCH.EXPORTERS)
+    assert len(BENCH.manifest()) == 10
     for name in BENCH.manifest():
         for exporter in BENCH.EXPORTERS:
             path = ARCH / f"{name}.{exporter}.onnx"
