@@ -70,6 +70,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     FunctionType,
+    IndexType,
     IntegerType,
     IntegerAttr,
     MemRefType,
@@ -89,6 +90,7 @@ from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.dialects import mem
+from minimlir.dialects.builder import Builder, ConstPool, LLVMBuilder
 from minimlir.dialects.loop import is_kernel
 from minimlir.dialects import llvm_ext as ext
 from minimlir.passes.to_llvm import _checks
@@ -116,57 +118,82 @@ Dim = SSAValue | int  # an i64 value, or a static size
 _PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SlotOp)
 
 
-class _Emitter:
-    """Inserts llvm ops before `anchor`, folding the i64 arithmetic of static sizes.
+class _MemConsts(ConstPool):
+    """`MemLowering.pooled_const` as the builder's pool."""
+
+    def __init__(self, low: MemLowering):
+        super().__init__()
+        self.low = low
+
+    def get(self, builder: Builder, value: int, typ: Attribute) -> SSAValue | None:
+        return self.low.pooled_const(builder.ip.block, value, typ)
+
+
+class _Emitter(LLVMBuilder):
+    """Inserts llvm ops before `anchor`: the shared builder on i64 (`nsw` add/mul folding the
+    arithmetic of static sizes).
 
     With a `MemLowering` (`low`), constants come from its per-function pool (entry block) and
     index operands from its per-value i64 views (one cast right after the definition)."""
 
     def __init__(self, anchor: Operation, low: MemLowering | None = None):
         self.anchor = anchor
+        super().__init__(InsertPoint.before(anchor), low.const_pool if low is not None else None)
         self.low = low
 
+    @property
+    def ip(self) -> InsertPoint:  # type: ignore[override]
+        """Before `anchor` (recomputed: a split moves the anchor to another block)."""
+        return InsertPoint.before(self.anchor) if self.anchor is not None else self._ip
+
+    @ip.setter
+    def ip(self, ip: InsertPoint) -> None:
+        self._ip = ip
+
+    def at(self, ip: InsertPoint) -> _Emitter:
+        """An emitter at `ip` (no anchor: for the blocks the builder's helpers make)."""
+        e = object.__new__(_Emitter)
+        e.anchor, e.ip, e.pool, e.low = None, ip, self.pool, self.low
+        return e
+
     def __call__(self, op: Operation) -> Operation:
-        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        Rewriter.insert_op(op, self.ip)
         return op
 
+    def emit(self, op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, self.ip)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
     def const(self, value: int, typ: Attribute = i64) -> SSAValue:
-        if self.low is not None:
-            pooled = self.low.pooled_const(self.anchor, value, typ)
-            if pooled is not None:
-                return pooled
-        return self(llvm.ConstantOp(_const_attr(value, typ), typ)).results[0]
+        return self.constant(value, typ)
 
     def value(self, d: Dim) -> SSAValue:
-        return self.const(d) if isinstance(d, int) else d
+        return self.constant(d) if isinstance(d, int) else d
 
-    def index(self, v: SSAValue) -> SSAValue:
-        """An `index` operand as i64 (a cast, folded once its producer is lowered)."""
+    def const_value(self, v: Dim) -> int | None:  # only ints fold here: values are never inspected
+        return v if isinstance(v, int) else None
+
+    def index(self, v: Dim) -> SSAValue:
+        """An int as an i64 constant; an `index` operand as i64 (a cast, folded once its
+        producer is lowered)."""
+        if isinstance(v, int):
+            return self.constant(v)
+        if not isinstance(v.type, IndexType):
+            return v
         if self.low is not None:
             return self.low.as_i64(v)
         return to_llvm(v, None, self.anchor)
 
     def mul(self, a: Dim, b: Dim) -> Dim:
-        if isinstance(a, int) and isinstance(b, int):
-            return a * b
-        if a == 1:
-            return b
-        if b == 1:
-            return a
-        return self(llvm.MulOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
+        if (a == 0 or b == 0) and not (isinstance(a, int) and isinstance(b, int)):
+            return self.binop("mul", self.value(a), self.value(b))  # not folded (yet): byte-identical step
+        return self.imul(a, b)
 
     def add(self, a: Dim, b: Dim) -> Dim:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if a == 0:
-            return b
-        if b == 0:
-            return a
-        return self(llvm.AddOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
+        return self.iadd(a, b)
 
-    def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:
-        flag = _const_attr(llvm.ICmpPredicateFlag(pred).to_int(), i64)
-        return self(llvm.ICmpOp(self.value(a), self.value(b), flag)).results[0]
+    def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:  # type: ignore[override]
+        return self.emit(self.make_cmp(pred, self.value(a), self.value(b)))
 
     def gep(self, ptr: SSAValue, offset: Dim, elem: Attribute) -> SSAValue:
         if offset == 0:
@@ -312,14 +339,15 @@ class MemLowering:
         self.sums: dict[tuple, SSAValue] = {}  # (block, terms, constant) -> linear offset
         self.bases: dict[tuple, SSAValue] = {}  # (block, ptr, element type, terms) -> gep
         self.products: dict[tuple, SSAValue] = {}  # dynamic strides and index * stride products
+        self.const_pool = _MemConsts(self)
         self.memref_casts: list[Operation] = []  # the casts that rebuild memrefs (erased at the end)
 
     # ------------------------------------------------------------ shared values
 
-    def pooled_const(self, anchor: Operation, value: int, typ: Attribute) -> SSAValue | None:
+    def pooled_const(self, block: Block | None, value: int, typ: Attribute) -> SSAValue | None:
         """One `llvm.mlir.constant` per (function, value, type), at the start of the entry block
-        (None when `anchor` is not directly in a function body)."""
-        entry = _entry_block(anchor.parent)
+        (None when `block` is not directly in a function body)."""
+        entry = _entry_block(block)
         if entry is None:
             return None
         key = (entry, value, typ)
@@ -365,7 +393,7 @@ class MemLowering:
         c = None
         entry = _entry_block(at.block)
         if entry is not None and entry is not at.block:  # the pool (entry start) dominates `at`
-            c = self.pooled_const(entry.first_op, stride, i64)
+            c = self.pooled_const(entry, stride, i64)
         if c is None:  # `v` is defined in the entry block: a constant of its own, before the mul
             const = llvm.ConstantOp(_const_attr(stride, i64), i64)
             Rewriter.insert_op(const, at)
@@ -740,12 +768,9 @@ class MemLowering:
             return
         pred = op.parent_block()
         assert pred is not None
-        null = self.is_null(_Emitter(op, self), ptr)
-        cont = pred.split_before(op)
-        oom = Block()
-        Rewriter.insert_block(oom, BlockInsertPoint.before(cont))
-        self.error_return(oom, op, 2)
-        pred.add_op(llvm.CondBrOp(null, oom, [], cont, []))
+        b = _Emitter(op, self)
+        null = self.is_null(b, ptr)
+        b.if_then(null, lambda oom: self.error_return(oom.ip.block, op, 2))
 
     def entry_anchor(self, f: func.FuncOp) -> Operation:
         """First op of the entry block after the argument casts and pooled constants (hoisting
@@ -902,36 +927,8 @@ class MemLowering:
         def body(lb: _Emitter, i: SSAValue) -> None:
             lb(llvm.StoreOp(value, lb.gep(ptr, i, elem), alignment=eb))
 
-        self.counted_loop(op, b.value(n), body)
+        b.counted_loop(b.value(n), body)
         _erase(op)
-
-    def counted_loop(
-        self, at: Operation, n: SSAValue, body: Callable[[_Emitter, SSAValue], None]
-    ) -> None:
-        """for (i = 0; i < n; ++i) body(i), as llvm blocks, placed where `at` is.
-
-            ^pred: br ^hdr(0) ; ^hdr(%i): cond_br %i < %n, ^body, ^cont
-            ^body: body(%i) ; br ^hdr(%i + 1) ; ^cont: `at` and the rest
-        """
-        pred = at.parent_block()
-        assert pred is not None
-        zero = _Emitter(at, self).const(0)
-        cont = pred.split_before(at)
-        hdr, loop = Block(arg_types=[i64]), Block()
-        Rewriter.insert_block([hdr, loop], BlockInsertPoint.before(cont))
-        pred.add_op(llvm.BrOp(hdr, zero))
-        i = hdr.args[0]
-        hdr.add_op(llvm.UnreachableOp())
-        hb = _Emitter(hdr.last_op, self)
-        more = hb.icmp(i, n, "slt")
-        _erase(hdr.last_op)
-        hdr.add_op(llvm.CondBrOp(more, loop, [], cont, []))
-        loop.add_op(llvm.UnreachableOp())
-        lb = _Emitter(loop.last_op, self)
-        body(lb, i)
-        nxt = lb.add(i, 1)
-        _erase(loop.last_op)
-        loop.add_op(llvm.BrOp(hdr, lb.value(nxt)))
 
     def lower_call(self, op: func.CallOp) -> None:
         if not any(isinstance(a.type, MemRefType) for a in op.arguments):
