@@ -48,12 +48,13 @@ from xdsl.dialects import arith, cf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.dialects.builder import Builder
 from minimlir.dialects.loop import BlockOp, ForOp, YieldOp
-from minimlir.passes.to_llvm._common import check_legal
+from minimlir.passes.to_llvm._conversion import ConversionDriver, check_legal
 
 
 def _parent_block(op: Operation) -> Block:
@@ -152,11 +153,15 @@ def lower_block(op: BlockOp) -> None:
 
 def lower_loops(root: Operation) -> None:
     """Lower every loop.for / loop.block under `root`, outermost first."""
-    for op in list(root.walk()):
-        if isinstance(op, ForOp):
-            KIND_LOWERINGS[op.kind.data](op)
-        elif isinstance(op, BlockOp):
-            lower_block(op)
+    ConversionDriver({ForOp: _lower_for, BlockOp: _lower_block}).run(root)
+
+
+def _lower_for(op: ForOp, rewriter: PatternRewriter) -> None:
+    KIND_LOWERINGS[op.kind.data](op)
+
+
+def _lower_block(op: BlockOp, rewriter: PatternRewriter) -> None:
+    lower_block(op)
 
 
 @dataclass(frozen=True)
@@ -167,4 +172,4 @@ class ConvertLoopToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lower_loops(op)
-        check_legal(op, ("loop",))
+        check_legal(op, ("loop",))  # the conversion driver's one (located) legality check

@@ -53,7 +53,9 @@ yet deallocated: an error return leaks nothing. Result buffers already malloc'd 
 slots, and the runtime frees them on any non-zero status. (Allocations inside kernels are not
 checked: kernels return void.)
 
-Ends with a legality check: `failed to legalize operation 'mem.X'`.
+Each mem op is one pattern (`lower_load`, `lower_store`, … ; the producers `lower_producer`), run
+by the conversion driver (passes/to_llvm/_conversion.py); ends with its legality check, located:
+`f.mlir:3:5: error: failed to legalize operation 'mem.X'`.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -95,7 +98,8 @@ from minimlir.dialects.loop import is_kernel
 from minimlir.dialects import llvm_ext as ext
 from minimlir.passes.to_llvm import _checks
 from minimlir.passes._diagnostics import emit_error
-from minimlir.passes.to_llvm._common import convert_type, from_llvm, to_llvm
+from minimlir.passes.to_llvm._common import convert_type, from_llvm, report_illegal, to_llvm
+from minimlir.passes.to_llvm._conversion import ConversionDriver
 from minimlir.passes.to_llvm._memref_abi import (
     ENTRY_ATTR,
     RESULT_SLOT_ATTR,
@@ -547,15 +551,7 @@ class MemLowering:
                     offset += c * stride
                 elif stride:
                     terms.append(self.scale(self.as_i64(idx), stride))
-            if not terms:
-                return b.gep(ptr, offset, elem), t
-            # base = ptr + sum(terms), shared within the block; the constant part is the
-            # gep's own constant index (both in bounds: indices and strides are >= 0)
-            key = (b.anchor.parent, ptr, elem, *terms)
-            base = self.bases.get(key)
-            if base is None:
-                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
-            return b.gep(base, offset, elem), t
+            return self.based_gep(b, ptr, elem, terms, offset), t
         dims = _dims(t, dyn)
         strides = self.dynamic_strides(dims)
         if strides is not None:
@@ -578,19 +574,25 @@ class MemLowering:
                         terms.append(self.scale(prod, c * stride))
                 else:
                     terms.append(self.times(b, self.scale(self.as_i64(idx), stride), prod))
-            if not terms:
-                return b.gep(ptr, offset, elem), t
-            key = (b.anchor.parent, ptr, elem, *terms)
-            base = self.bases.get(key)
-            if base is None:
-                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
-            return b.gep(base, offset, elem), t
+            return self.based_gep(b, ptr, elem, terms, offset), t
         linear: Dim = 0
         for k, idx in enumerate(indices):
             c = _const_int(idx)
             i64_idx: Dim = c if c is not None else self.as_i64(idx)
             linear = b.add(b.mul(linear, dims[k]) if k else linear, i64_idx)
         return b.gep(ptr, linear, elem), t
+
+    def based_gep(self, b: _Emitter, ptr: SSAValue, elem: Attribute, terms: list[SSAValue], offset: int) -> SSAValue:
+        """gep(base, offset) with base = gep(ptr, sum(terms)) shared within the block; the
+        constant part is the gep's own constant index (both in bounds: indices and strides
+        are >= 0)."""
+        if not terms:
+            return b.gep(ptr, offset, elem)
+        key = (b.anchor.parent, ptr, elem, *terms)
+        base = self.bases.get(key)
+        if base is None:
+            base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
+        return b.gep(base, offset, elem)
 
     @staticmethod
     def numel(b: _Emitter, t: MemRefType, dyn: Sequence[SSAValue], scale: int = 1) -> Dim:
@@ -1001,32 +1003,35 @@ class MemLowering:
         for f in funcs:
             if f in self.results_arg:
                 self.compute_live_heap(f)
-        ops = list(self.module.walk())  # lowering producers adds llvm ops only: one walk serves both loops
-        for op in ops:
-            if isinstance(op, _PRODUCERS):
-                self.lower_producer(op)
-        lowerings: dict[type[Operation], Callable] = {
-            mem.LoadOp: self.lower_load,
-            mem.StoreOp: self.lower_store,
-            mem.DimOp: self.lower_dim,
-            mem.DeallocOp: self.lower_dealloc,
-            mem.CopyOp: self.lower_copy,
-            mem.FillOp: self.lower_fill,
-            func.CallOp: self.lower_call,
+        # one pattern per mem op, through the conversion driver (one walk: lowering producers
+        # adds llvm ops only): the producers first (a consumer reads its operand's descriptor),
+        # then the consumers; a producer met through a consumer's operand is lowered then.
+        producers = {cls: self._pattern(self.lower_producer) for cls in _PRODUCERS}
+        consumers = {
+            mem.LoadOp: self._pattern(self.lower_load),
+            mem.StoreOp: self._pattern(self.lower_store),
+            mem.DimOp: self._pattern(self.lower_dim),
+            mem.DeallocOp: self._pattern(self.lower_dealloc),
+            mem.CopyOp: self._pattern(self.lower_copy),
+            mem.FillOp: self._pattern(self.lower_fill),
+            func.CallOp: self._pattern(self.lower_call),
+            func.ReturnOp: self._pattern(self.lower_return),
         }
-        for op in ops:
-            if op.parent is None:
-                continue  # a lowered producer
-            lower = lowerings.get(type(op))
-            if lower is not None:
-                lower(op)
-            elif isinstance(op, func.ReturnOp) and any(
-                isinstance(t, MemRefType) for t in op.arguments.types
-            ):
-                f = _func_of(op)
-                if f in self.results_arg:
-                    self.lower_entry_return(op)
+        ConversionDriver([producers, consumers]).run(self.module)
         self.erase_dead_casts()
+
+    @staticmethod
+    def _pattern(lower: Callable[[Operation], None]) -> Callable[[Operation, PatternRewriter], None]:
+        def pattern(op: Operation, rewriter: PatternRewriter) -> None:
+            lower(op)
+
+        return pattern
+
+    def lower_return(self, op: func.ReturnOp) -> None:
+        """An entry function's return of memrefs -> `return 0 : i32` (the results are in their slots)."""
+        if any(isinstance(t, MemRefType) for t in op.arguments.types):
+            if _func_of(op) in self.results_arg:
+                self.lower_entry_return(op)
 
     def erase_dead_casts(self) -> None:
         """Erase the casts that rebuilt memrefs (all unused now), then check legality: one walk."""
@@ -1048,8 +1053,7 @@ class MemLowering:
                         f"failed to legalize operation '{user.name}': it uses a memref value, "
                         f"which has no LLVM lowering there"
                     )
-        if illegal is not None:
-            raise DiagnosticException(f"failed to legalize operation '{illegal.name}'")
+        report_illegal(illegal)  # the conversions' one legality check (located)
 
 
 @dataclass(frozen=True)
