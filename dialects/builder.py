@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, cf, llvm
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i1, i64
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
@@ -272,7 +272,10 @@ class Builder:
         cc = self.const_value(c)
         if cc is not None:
             return a if cc else b
-        return self.emit(arith.SelectOp(c, a, b))
+        return self.emit(self.make_select(c, a, b))
+
+    def make_select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
+        return arith.SelectOp(c, a, b)
 
     # -- control flow -----------------------------------------------------------------------
 
@@ -392,13 +395,8 @@ class LLVMBuilder(Builder):
         flag = const_attr(llvm.ICmpPredicateFlag(ipred).to_int(), i64)
         return llvm.ICmpOp(a, b, flag)
 
-    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        if a is b:
-            return a
-        cc = self.const_value(c)
-        if cc is not None:
-            return a if cc else b
-        return self.emit(llvm.SelectOp(c, a, b))
+    def make_select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
+        return llvm.SelectOp(c, a, b)
 
     def make_br(self, dest: Block, args: Sequence[SSAValue] = ()) -> Operation:
         return llvm.BrOp(dest, *args)
@@ -406,10 +404,3 @@ class LLVMBuilder(Builder):
     def make_cond_br(self, cond: SSAValue, then: Block, else_: Block, then_args=(), else_args=()) -> Operation:
         return llvm.CondBrOp(cond, then, list(then_args), else_, list(else_args))
 
-
-def after_def(v: SSAValue) -> InsertPoint:
-    """Right after the definition of `v`: a point that dominates every use of `v`."""
-    if isinstance(v, OpResult):
-        return InsertPoint.after(v.owner)
-    assert isinstance(v, BlockArgument)
-    return InsertPoint.at_start(v.block)
