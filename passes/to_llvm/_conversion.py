@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import Rewriter
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from minimlir.passes.to_llvm._common import check_legal, finalize
 
@@ -46,7 +48,10 @@ def _as_fn(p: Pattern) -> PatternFn:
 class ConversionDriver:
     """Type-dispatched rewriting in phases (see the module docstring)."""
 
-    def __init__(self, phases: Sequence[PatternTable] | PatternTable):
+    def __init__(self, phases: Sequence[PatternTable] | PatternTable, *, erase_dead: bool = False):
+        """`erase_dead`: also erase every op that is trivially dead when the walk reaches it (one
+        forward sweep, in the first phase), as xDSL's greedy pattern applier does."""
+        self.erase_dead = erase_dead
         if isinstance(phases, Mapping):
             phases = [phases]
         self.phases: list[tuple[dict[type[Operation], PatternFn], dict[str, PatternFn]]] = []
@@ -73,11 +78,14 @@ class ConversionDriver:
         """One walk: every op some phase handles, in walk (pre-)order."""
         out = []
         dispatch = self._dispatch
+        none = (None,) * len(self.phases)
         for op in root.walk():
             t = type(op)
             entry = dispatch[t] if t in dispatch else self.patterns_for(t)
             if entry is not None:
                 out.append((op, entry))
+            elif self.erase_dead:
+                out.append((op, none))
         return out
 
     def run(self, root: Operation) -> None:
@@ -85,10 +93,14 @@ class ConversionDriver:
         work = self.collect(root)
         for k in range(len(self.phases)):
             for op, entry in work:
+                if op.parent is None:
+                    continue  # erased by an earlier rewrite
+                if k == 0 and self.erase_dead and is_trivially_dead(op):
+                    Rewriter.erase_op(op)
+                    continue
                 fn = entry[k]
-                if fn is None or op.parent is None:
-                    continue  # not this phase's, or erased by an earlier rewrite
-                fn(op, PatternRewriter(op))
+                if fn is not None:
+                    fn(op, PatternRewriter(op))
 
 
 def convert(
@@ -97,10 +109,11 @@ def convert(
     illegal: Iterable[str],
     *,
     fold_casts: bool = True,
+    erase_dead: bool = False,
 ) -> None:
     """Run the patterns (one walk, type dispatch), then fold the casts the rewrite left and check
     that no op of `illegal` remains (one located error)."""
-    ConversionDriver(phases).run(module)
+    ConversionDriver(phases, erase_dead=erase_dead).run(module)
     if fold_casts:
         finalize(module, illegal)
     else:

@@ -85,4 +85,6 @@ class ConvertVectorToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        convert(op, {vector.BroadcastOp: LowerBroadcast(), vector.FMAOp: LowerFma()}, illegal=("vector",))
+        # erase_dead: dead pure ops the walk meets go too (as the greedy applier this pass used did)
+        patterns = {vector.BroadcastOp: LowerBroadcast(), vector.FMAOp: LowerFma()}
+        convert(op, patterns, illegal=("vector",), erase_dead=True)

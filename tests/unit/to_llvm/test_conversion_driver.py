@@ -87,3 +87,10 @@ def test_located_error_reaches_the_user_as_file_line_col():
     src = "func.func @g(%a: i32, %b: i32) -> i32 {\n  %s, %o = arith.addui_extended %a, %b : i32, i1\n  func.return %s : i32\n}\n"
     with pytest.raises(CompileError, match=r"g\.mlir:2:\d+: error: failed to legalize operation 'arith.addui_extended'"):
         lower(parse_module(src, "g.mlir"), "convert-arith-to-llvm", name="g.mlir", source_text=src)
+
+
+def test_erase_dead_sweeps_trivially_dead_ops_once():
+    module = parse_module(SRC.replace("  func.return %m", "  %dead = arith.subi %a, %b : i32\n  func.return %m"), "t.mlir")
+    ConversionDriver({func.ReturnOp: lambda op, rw: None}, erase_dead=True).run(module)
+    names = [o.name for o in module.walk()]
+    assert "arith.subi" not in names and "arith.muli" in names  # only the dead one goes
