@@ -189,8 +189,6 @@ class _Emitter(LLVMBuilder):
         return to_llvm(v, None, self.anchor)
 
     def mul(self, a: Dim, b: Dim) -> Dim:
-        if (a == 0 or b == 0) and not (isinstance(a, int) and isinstance(b, int)):
-            return self.binop("mul", self.value(a), self.value(b))  # not folded (yet): byte-identical step
         return self.imul(a, b)
 
     def add(self, a: Dim, b: Dim) -> Dim:
