@@ -161,12 +161,7 @@ class _Emitter(LLVMBuilder):
         return e
 
     def __call__(self, op: Operation) -> Operation:
-        Rewriter.insert_op(op, self.ip)
-        return op
-
-    def emit(self, op: Operation) -> SSAValue:
-        Rewriter.insert_op(op, self.ip)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
+        return self.insert(op)
 
     def const(self, value: int, typ: Attribute = i64) -> SSAValue:
         return self.constant(value, typ)
