@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.dialects import math as _math
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
@@ -770,6 +771,7 @@ class TanhOp(_UnaryOp):
     """Elementwise tanh(x)."""
 
     name = "graph.tanh"
+    MATH_OP: ClassVar = _math.TanhOp
 
 
 @irdl_op_definition
@@ -777,6 +779,7 @@ class ExpOp(_UnaryOp):
     """Elementwise exp(x)."""
 
     name = "graph.exp"
+    MATH_OP: ClassVar = _math.ExpOp
 
 
 @irdl_op_definition
@@ -784,6 +787,7 @@ class LogOp(_UnaryOp):
     """Elementwise natural log(x)."""
 
     name = "graph.log"
+    MATH_OP: ClassVar = _math.LogOp
 
 
 @irdl_op_definition
@@ -791,6 +795,7 @@ class SqrtOp(_UnaryOp):
     """Elementwise sqrt(x)."""
 
     name = "graph.sqrt"
+    MATH_OP: ClassVar = _math.SqrtOp
 
 
 @irdl_op_definition
@@ -798,6 +803,7 @@ class RsqrtOp(_UnaryOp):
     """Elementwise 1 / sqrt(x)."""
 
     name = "graph.rsqrt"
+    MATH_OP: ClassVar = _math.RsqrtOp
 
 
 @irdl_op_definition
@@ -805,6 +811,7 @@ class ErfOp(_UnaryOp):
     """Elementwise error function erf(x)."""
 
     name = "graph.erf"
+    MATH_OP: ClassVar = _math.ErfOp
 
 
 @irdl_op_definition
@@ -828,6 +835,7 @@ class FloorOp(_UnaryOp):
     """Elementwise floor(x)."""
 
     name = "graph.floor"
+    MATH_OP: ClassVar = _math.FloorOp
 
 
 @irdl_op_definition
@@ -835,6 +843,7 @@ class CeilOp(_UnaryOp):
     """Elementwise ceil(x)."""
 
     name = "graph.ceil"
+    MATH_OP: ClassVar = _math.CeilOp
 
 
 @irdl_op_definition

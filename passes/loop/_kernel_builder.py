@@ -45,8 +45,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
+from minimlir.dialects.builder import Builder, ConstPool, Index
 
-Index = SSAValue | int
+__all__ = ["Emitter", "Index", "KernelBuilder", "element_type", "is_float", "is_unsigned"]
 
 
 def element_type(t: Attribute) -> Attribute:
@@ -64,94 +65,18 @@ def is_float(t: Attribute) -> bool:
     return isinstance(element_type(t), AnyFloat)
 
 
-class Emitter:
-    """Emits ops at an insertion point; all element/index arithmetic helpers live here."""
+class Emitter(Builder):
+    """Emits ops at an insertion point; all element/index arithmetic helpers live here. The
+    index arithmetic (`iadd`, `imul`, `imin`, `icmp`, `affine`, …, folded) is the shared
+    `minimlir.dialects.builder.Builder`'s, with the kernel's entry constants as its pool."""
 
     def __init__(self, kb: KernelBuilder, ip: InsertPoint):
         self.kb = kb
         self.ip = ip
+        self.pool = kb.pool
 
-    def emit(self, op: Operation) -> SSAValue:
-        """Insert `op` here; return its single result (or the op's first result, if any)."""
-        Rewriter.insert_op(op, self.ip)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
-
-    # -- index arithmetic (constant-folding, so indices stay affine and readable) -------------
-
-    def index(self, v: Index) -> SSAValue:
-        return self.kb.iconst(v) if isinstance(v, int) else v
-
-    def iadd(self, a: Index, b: Index) -> Index:
-        ca, cb = self.kb.const_value(a), self.kb.const_value(b)
-        if ca is not None and cb is not None:
-            return ca + cb
-        if cb == 0:
-            return a
-        if ca == 0:
-            return b
-        return self.emit(arith.AddiOp(self.index(a), self.index(b)))
-
-    def isub(self, a: Index, b: Index) -> Index:
-        ca, cb = self.kb.const_value(a), self.kb.const_value(b)
-        if ca is not None and cb is not None:
-            return ca - cb
-        if cb == 0:
-            return a
-        return self.emit(arith.SubiOp(self.index(a), self.index(b)))
-
-    def imul(self, a: Index, b: Index) -> Index:
-        ca, cb = self.kb.const_value(a), self.kb.const_value(b)
-        if ca is not None and cb is not None:
-            return ca * cb
-        if cb == 1:
-            return a
-        if ca == 1:
-            return b
-        if ca == 0 or cb == 0:
-            return 0
-        return self.emit(arith.MuliOp(self.index(a), self.index(b)))
-
-    def affine(self, terms: Sequence[tuple[Index, int]], const: int = 0) -> Index:
-        """sum(coeff * value) + const, folded."""
-        acc: Index = const
-        for value, coeff in terms:
-            acc = self.iadd(acc, self.imul(value, coeff))
-        return acc
-
-    # Non-affine index helpers (folded when constant): window counts, clamped/guarded loads,
-    # run-time slice bounds. Use them at the kernel level (symbols) or for values, not for the
-    # indices of accesses the schedule primitives should analyse.
-
-    def _ifold(self, a: Index, b: Index, fn, op_cls: type[Operation]) -> Index:
-        ca, cb = self.kb.const_value(a), self.kb.const_value(b)
-        if ca is not None and cb is not None:
-            return fn(ca, cb)
-        return self.emit(op_cls(self.index(a), self.index(b)))  # type: ignore[call-arg]
-
-    def imin(self, a: Index, b: Index) -> Index:
-        return self._ifold(a, b, min, arith.MinSIOp)
-
-    def imax(self, a: Index, b: Index) -> Index:
-        return self._ifold(a, b, max, arith.MaxSIOp)
-
-    def ifloordiv(self, a: Index, b: Index) -> Index:
-        if self.kb.const_value(b) == 1:
-            return a
-        return self._ifold(a, b, lambda x, y: x // y, arith.FloorDivSIOp)
-
-    def iceildiv(self, a: Index, b: Index) -> Index:
-        if self.kb.const_value(b) == 1:
-            return a
-        return self._ifold(a, b, lambda x, y: -(-x // y), arith.CeilDivSIOp)
-
-    def iclamp(self, a: Index, lo: Index, hi: Index) -> Index:
-        """min(max(a, lo), hi)."""
-        return self.imin(self.imax(a, lo), hi)
-
-    def icmp(self, pred: str, a: Index, b: Index) -> SSAValue:
-        """Signed index compare (pred in eq/ne/lt/le/gt/ge) -> i1."""
-        ipred = pred if pred in ("eq", "ne") else "s" + pred
-        return self.emit(arith.CmpiOp(self.index(a), self.index(b), ipred))
+    def at(self, ip: InsertPoint) -> Emitter:
+        return Emitter(self.kb, ip)
 
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.emit(arith.AndIOp(a, b))
@@ -213,9 +138,6 @@ class Emitter:
         sign = "u" if isinstance(t, IntegerType) and (t.width.data == 1 or is_unsigned(t)) else "s"  # false < true
         ipred = pred if pred in ("eq", "ne") else sign + pred
         return self.emit(arith.CmpiOp(a, b, ipred))
-
-    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit(arith.SelectOp(c, a, b))
 
     def math(self, op_cls: type[Operation], a: SSAValue) -> SSAValue:
         """A unary math-dialect op, e.g. `b.math(math.ExpOp, v)`."""
@@ -279,6 +201,10 @@ class _EntryEmitter(Emitter):
     """Emits at the kernel entry, after the symbols emitted so far (so the values dominate every
     loop nest, wherever a schedule later moves it)."""
 
+    def insert(self, op: Operation) -> Operation:
+        self.kb._insert_entry(op)
+        return op
+
     def emit(self, op: Operation) -> SSAValue:
         self.kb._insert_entry(op)
         return op.results[0] if op.results else None  # type: ignore[return-value]
@@ -298,9 +224,8 @@ class KernelBuilder:
         self._entry_block = entry
         self._last_entry: Operation | None = None  # symbols (constants, dims) go first, in order
         self._body_ip = InsertPoint.before(ret)
-        self._consts: dict[int, SSAValue] = {}
+        self.pool = ConstPool(entry, place=self._insert_entry)  # index constants, at the entry
         self._dims: dict[tuple[SSAValue, int], SSAValue] = {}
-        self._const_of: dict[SSAValue, int] = {}
         self.top = Emitter(self, self._body_ip)
         self.entry = _EntryEmitter(self, self._body_ip)
 
@@ -316,21 +241,10 @@ class KernelBuilder:
 
     def iconst(self, value: int) -> SSAValue:
         """An index constant, emitted once at the kernel entry."""
-        if value not in self._consts:
-            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-            self._insert_entry(op)
-            self._consts[value] = op.result
-            self._const_of[op.result] = value
-        return self._consts[value]
+        return self.top.constant(value)
 
     def const_value(self, v: Index) -> int | None:
-        if isinstance(v, int):
-            return v
-        if v in self._const_of:
-            return self._const_of[v]
-        if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
-            return v.owner.value.value.data
-        return None
+        return self.top.const_value(v)
 
     def dim(self, buf: SSAValue, i: int) -> Index:
         """Extent `i` of `buf`: an int when static, else a `mem.dim` read once at the entry."""

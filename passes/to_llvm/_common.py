@@ -44,6 +44,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from minimlir.passes._diagnostics import emit_error
+
 # type class -> function returning the LLVM types one value of that type becomes
 _EXPANDERS: dict[type[Attribute], Callable[[Attribute], list[Attribute]]] = {}
 
@@ -195,12 +197,19 @@ def convert_block_args(block: Block) -> None:
             use.operation.operands[use.index] = cast.results[0]
 
 
+def report_illegal(op: Operation | None) -> None:
+    """The one legality error of the conversions, located at `op` as mlir-opt does:
+    `file:line:col: error: failed to legalize operation 'x.y'` (nothing when `op` is None)."""
+    if op is not None:
+        emit_error(op, f"failed to legalize operation '{op.name}'")
+
+
 def check_legal(module: Operation, dialects: Iterable[str]) -> None:
-    """Raise `failed to legalize operation 'd.op'` for the first op of `dialects` left."""
+    """Raise the located legality error for the first op of `dialects` left."""
     prefixes = tuple(d + "." for d in dialects)
     for op in module.walk():
         if op.name.startswith(prefixes):
-            raise DiagnosticException(f"failed to legalize operation '{op.name}'")
+            report_illegal(op)
 
 
 def reconcile_casts(
@@ -257,5 +266,4 @@ def finalize(module: ModuleOp, dialects: Iterable[str]) -> None:
         elif illegal is None and op.name.startswith(prefixes):
             illegal = op
     reconcile_casts(module, casts)
-    if illegal is not None:
-        raise DiagnosticException(f"failed to legalize operation '{illegal.name}'")
+    report_illegal(illegal)

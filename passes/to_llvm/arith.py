@@ -39,10 +39,9 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
 from minimlir.dialects import llvm_ext as ext
+from minimlir.passes.to_llvm._conversion import convert
 from minimlir.passes.to_llvm._common import (
     convert_type,
-    finalize,
-    from_llvm,
     operands_to_llvm,
 )
 
@@ -207,10 +206,8 @@ class LowerArithOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         lowered = self.lower(op)
         if lowered is None:
-            return
-        new_ops, result = lowered
-        casts, values = from_llvm([result], [op.results[0].type])
-        rewriter.replace(op, new_ops + casts, values)
+            return  # left for the legality check to report
+        _replace_result(op, *lowered)
 
     def lower(self, op: Operation) -> tuple[list[Operation], SSAValue] | None:
         """(new llvm ops, the llvm value of the result), or None for an op left to the legality
@@ -308,11 +305,4 @@ class ConvertArithToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        lowering = LowerArithOp(self.fast_math)
-        # One walk, then a plain loop (a PatternRewriteWalker costs a worklist and rewriter
-        # bookkeeping per op of the module, for the few ops that are arith).
-        for arith_op in [o for o in op.walk() if o.name.startswith("arith.")]:
-            lowered = lowering.lower(arith_op)
-            if lowered is not None:
-                _replace_result(arith_op, *lowered)
-        finalize(op, ("arith",))
+        convert(op, {"arith": LowerArithOp(self.fast_math)}, illegal=("arith",))

@@ -24,7 +24,8 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from minimlir.dialects import llvm_ext as ext
-from minimlir.passes.to_llvm._common import convert_block_args, finalize, operands_to_llvm
+from minimlir.passes.to_llvm._conversion import convert
+from minimlir.passes.to_llvm._common import convert_block_args, operands_to_llvm
 
 
 class LowerBranch(RewritePattern):
@@ -81,16 +82,9 @@ class ConvertCfToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        # One walk finds the few cf ops (three PatternRewriteWalkers cost three worklists of the
-        # whole module); asserts first, as they split blocks, then the branches.
-        ops = [o for o in op.walk() if isinstance(o, cf.AssertOp | cf.BranchOp | cf.ConditionalBranchOp)]
-        lower_assert = LowerAssert(op)
-        for o in ops:
-            if isinstance(o, cf.AssertOp):
-                lower_assert.match_and_rewrite(o, PatternRewriter(o))
-        for o in ops:
-            if isinstance(o, cf.BranchOp):
-                LowerBranch().match_and_rewrite(o, PatternRewriter(o))
-            elif isinstance(o, cf.ConditionalBranchOp):
-                LowerCondBranch().match_and_rewrite(o, PatternRewriter(o))
-        finalize(op, ("cf",))
+        # asserts first (they split blocks), then the branches: two phases of one walk
+        phases = [
+            {cf.AssertOp: LowerAssert(op)},
+            {cf.BranchOp: LowerBranch(), cf.ConditionalBranchOp: LowerCondBranch()},
+        ]
+        convert(op, phases, illegal=("cf",))

@@ -35,11 +35,11 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import llvm_ext as ext
+from minimlir.passes.to_llvm._conversion import convert
 from minimlir.passes.to_llvm._common import (
     convert_block_args,
     convert_type,
     expand_type,
-    finalize,
     from_llvm,
 )
 
@@ -179,11 +179,6 @@ class ConvertFuncToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        # One walk finds the func ops (three PatternRewriteWalkers cost three worklists of the
-        # whole module); calls and returns first, then the functions (whose bodies move).
-        ops = [o for o in op.walk() if isinstance(o, func.CallOp | func.ReturnOp | func.FuncOp)]
-        for pattern, kind in ((LowerCall(), func.CallOp), (LowerReturn(), func.ReturnOp), (LowerFunc(), func.FuncOp)):
-            for o in ops:
-                if isinstance(o, kind):
-                    pattern.match_and_rewrite(o, PatternRewriter(o))
-        finalize(op, ("func",))
+        # calls, then returns, then the functions (whose bodies move): three phases of one walk
+        phases = [{func.CallOp: LowerCall()}, {func.ReturnOp: LowerReturn()}, {func.FuncOp: LowerFunc()}]
+        convert(op, phases, illegal=("func",))

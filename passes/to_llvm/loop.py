@@ -48,11 +48,13 @@ from xdsl.dialects import arith, cf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from minimlir.dialects.builder import Builder
 from minimlir.dialects.loop import BlockOp, ForOp, YieldOp
-from minimlir.passes.to_llvm._common import check_legal
+from minimlir.passes.to_llvm._conversion import ConversionDriver, check_legal
 
 
 def _parent_block(op: Operation) -> Block:
@@ -114,41 +116,36 @@ KIND_LOWERINGS: dict[str, Callable[[ForOp], None]] = {
 }
 
 
-def _inline(region_block: Block, bindings: tuple[SSAValue, ...], before: Operation) -> None:
-    """Move the ops of a block/init region before `before`, iteration vars -> bindings."""
+def _inline(
+    region_block: Block, bindings: tuple[SSAValue, ...], before: Operation | None, ip: InsertPoint | None = None
+) -> None:
+    """Move the ops of a block/init region before `before` (or to `ip`), iteration vars -> bindings."""
     term = region_block.last_op
     if isinstance(term, YieldOp):
         term.detach()
         term.erase()
-    Rewriter.inline_block(region_block, InsertPoint.before(before), bindings)
+    Rewriter.inline_block(region_block, ip or InsertPoint.before(before), bindings)
 
 
 def lower_block(op: BlockOp) -> None:
     """Inline a compute block (and its init region under `all reduce vars == 0`)."""
     bindings = tuple(op.bindings)
     if op.has_init:
+        _parent_block(op)
         reduce = [b for b, k in zip(bindings, op.kinds) if k == "reduce"]
-        pred = _parent_block(op)
-        cont = pred.split_before(op)
-        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
-        conds: list[Operation] = [zero]
+        assert reduce  # the verifier requires a reduce variable for an init region
+        bld = Builder(InsertPoint.before(op))
+        zero = bld.emit(arith.ConstantOp(IntegerAttr(0, IndexType())))
         acc: SSAValue | None = None
         for b in reduce:
-            eq = arith.CmpiOp(b, zero.result, "eq")
-            conds.append(eq)
-            if acc is None:
-                acc = eq.result
-            else:
-                both = arith.AndIOp(acc, eq.result)
-                conds.append(both)
-                acc = both.result
-        assert acc is not None  # the verifier requires a reduce variable for an init region
-        init_block = Block()
-        Rewriter.insert_block(init_block, BlockInsertPoint.before(cont))
-        pred.add_ops([*conds, cf.ConditionalBranchOp(acc, init_block, (), cont, ())])
-        branch = cf.BranchOp(cont)
-        init_block.add_op(branch)
-        _inline(op.init.block, bindings, branch)
+            eq = bld.emit(bld.make_cmp("eq", b, zero))
+            acc = eq if acc is None else bld.emit(arith.AndIOp(acc, eq))
+        assert acc is not None
+
+        def init(tb: Builder) -> None:
+            _inline(op.init.block, bindings, None, tb.ip)
+
+        bld.if_then(acc, init)
     _inline(op.body.block, bindings, op)
     op.detach()
     op.erase()
@@ -156,11 +153,15 @@ def lower_block(op: BlockOp) -> None:
 
 def lower_loops(root: Operation) -> None:
     """Lower every loop.for / loop.block under `root`, outermost first."""
-    for op in list(root.walk()):
-        if isinstance(op, ForOp):
-            KIND_LOWERINGS[op.kind.data](op)
-        elif isinstance(op, BlockOp):
-            lower_block(op)
+    ConversionDriver({ForOp: _lower_for, BlockOp: _lower_block}).run(root)
+
+
+def _lower_for(op: ForOp, rewriter: PatternRewriter) -> None:
+    KIND_LOWERINGS[op.kind.data](op)
+
+
+def _lower_block(op: BlockOp, rewriter: PatternRewriter) -> None:
+    lower_block(op)
 
 
 @dataclass(frozen=True)
@@ -171,4 +172,4 @@ class ConvertLoopToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lower_loops(op)
-        check_legal(op, ("loop",))
+        check_legal(op, ("loop",))  # the conversion driver's one (located) legality check

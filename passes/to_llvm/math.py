@@ -36,12 +36,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.dialects import llvm_ext as ext
-from minimlir.passes.to_llvm._common import finalize, from_llvm, operands_to_llvm
+from minimlir.passes.to_llvm._conversion import convert
+from minimlir.passes.to_llvm._common import from_llvm, operands_to_llvm
 from minimlir.passes.to_llvm.arith import fastmath_for
 
 _INTRINSIC: dict[type[Operation], type[Operation]] = {
@@ -205,5 +206,4 @@ class ConvertMathToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        PatternRewriteWalker(LowerMathOp(op, self.fast_math), apply_recursively=False).rewrite_module(op)
-        finalize(op, ("math",))
+        convert(op, {"math": LowerMathOp(op, self.fast_math)}, illegal=("math",))

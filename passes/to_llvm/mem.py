@@ -53,7 +53,9 @@ yet deallocated: an error return leaks nothing. Result buffers already malloc'd 
 slots, and the runtime frees them on any non-zero status. (Allocations inside kernels are not
 checked: kernels return void.)
 
-Ends with a legality check: `failed to legalize operation 'mem.X'`.
+Each mem op is one pattern (`lower_load`, `lower_store`, … ; the producers `lower_producer`), run
+by the conversion driver (passes/to_llvm/_conversion.py); ends with its legality check, located:
+`f.mlir:3:5: error: failed to legalize operation 'mem.X'`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     FunctionType,
+    IndexType,
     IntegerType,
     IntegerAttr,
     MemRefType,
@@ -85,15 +88,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from minimlir.dialects import mem
+from minimlir.dialects.builder import Builder, ConstPool, LLVMBuilder
 from minimlir.dialects.loop import is_kernel
 from minimlir.dialects import llvm_ext as ext
 from minimlir.passes.to_llvm import _checks
 from minimlir.passes._diagnostics import emit_error
-from minimlir.passes.to_llvm._common import convert_type, from_llvm, to_llvm
+from minimlir.passes.to_llvm._common import convert_type, from_llvm, report_illegal, to_llvm
+from minimlir.passes.to_llvm._conversion import ConversionDriver
 from minimlir.passes.to_llvm._memref_abi import (
     ENTRY_ATTR,
     RESULT_SLOT_ATTR,
@@ -116,57 +122,75 @@ Dim = SSAValue | int  # an i64 value, or a static size
 _PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SlotOp)
 
 
-class _Emitter:
-    """Inserts llvm ops before `anchor`, folding the i64 arithmetic of static sizes.
+class _MemConsts(ConstPool):
+    """`MemLowering.pooled_const` as the builder's pool."""
+
+    def __init__(self, low: MemLowering):
+        super().__init__()
+        self.low = low
+
+    def get(self, builder: Builder, value: int, typ: Attribute) -> SSAValue | None:
+        return self.low.pooled_const(builder.ip.block, value, typ)
+
+
+class _Emitter(LLVMBuilder):
+    """Inserts llvm ops before `anchor`: the shared builder on i64 (`nsw` add/mul folding the
+    arithmetic of static sizes).
 
     With a `MemLowering` (`low`), constants come from its per-function pool (entry block) and
     index operands from its per-value i64 views (one cast right after the definition)."""
 
     def __init__(self, anchor: Operation, low: MemLowering | None = None):
         self.anchor = anchor
+        super().__init__(InsertPoint.before(anchor), low.const_pool if low is not None else None)
         self.low = low
 
+    @property
+    def ip(self) -> InsertPoint:  # type: ignore[override]
+        """Before `anchor` (recomputed: a split moves the anchor to another block)."""
+        return InsertPoint.before(self.anchor) if self.anchor is not None else self._ip
+
+    @ip.setter
+    def ip(self, ip: InsertPoint) -> None:
+        self._ip = ip
+
+    def at(self, ip: InsertPoint) -> _Emitter:
+        """An emitter at `ip` (no anchor: for the blocks the builder's helpers make)."""
+        e = object.__new__(_Emitter)
+        e.anchor, e.ip, e.pool, e.low = None, ip, self.pool, self.low
+        return e
+
     def __call__(self, op: Operation) -> Operation:
-        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
-        return op
+        return self.insert(op)
 
     def const(self, value: int, typ: Attribute = i64) -> SSAValue:
-        if self.low is not None:
-            pooled = self.low.pooled_const(self.anchor, value, typ)
-            if pooled is not None:
-                return pooled
-        return self(llvm.ConstantOp(_const_attr(value, typ), typ)).results[0]
+        return self.constant(value, typ)
 
     def value(self, d: Dim) -> SSAValue:
-        return self.const(d) if isinstance(d, int) else d
+        return self.constant(d) if isinstance(d, int) else d
 
-    def index(self, v: SSAValue) -> SSAValue:
-        """An `index` operand as i64 (a cast, folded once its producer is lowered)."""
+    def const_value(self, v: Dim) -> int | None:  # only ints fold here: values are never inspected
+        return v if isinstance(v, int) else None
+
+    def index(self, v: Dim) -> SSAValue:
+        """An int as an i64 constant; an `index` operand as i64 (a cast, folded once its
+        producer is lowered)."""
+        if isinstance(v, int):
+            return self.constant(v)
+        if not isinstance(v.type, IndexType):
+            return v
         if self.low is not None:
             return self.low.as_i64(v)
         return to_llvm(v, None, self.anchor)
 
     def mul(self, a: Dim, b: Dim) -> Dim:
-        if isinstance(a, int) and isinstance(b, int):
-            return a * b
-        if a == 1:
-            return b
-        if b == 1:
-            return a
-        return self(llvm.MulOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
+        return self.imul(a, b)
 
     def add(self, a: Dim, b: Dim) -> Dim:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if a == 0:
-            return b
-        if b == 0:
-            return a
-        return self(llvm.AddOp(self.value(a), self.value(b), overflow=_NSW_FLAGS)).results[0]
+        return self.iadd(a, b)
 
-    def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:
-        flag = _const_attr(llvm.ICmpPredicateFlag(pred).to_int(), i64)
-        return self(llvm.ICmpOp(self.value(a), self.value(b), flag)).results[0]
+    def icmp(self, a: Dim, b: Dim, pred: str) -> SSAValue:  # type: ignore[override]
+        return self.emit(self.make_cmp(pred, self.value(a), self.value(b)))
 
     def gep(self, ptr: SSAValue, offset: Dim, elem: Attribute) -> SSAValue:
         if offset == 0:
@@ -312,14 +336,15 @@ class MemLowering:
         self.sums: dict[tuple, SSAValue] = {}  # (block, terms, constant) -> linear offset
         self.bases: dict[tuple, SSAValue] = {}  # (block, ptr, element type, terms) -> gep
         self.products: dict[tuple, SSAValue] = {}  # dynamic strides and index * stride products
+        self.const_pool = _MemConsts(self)
         self.memref_casts: list[Operation] = []  # the casts that rebuild memrefs (erased at the end)
 
     # ------------------------------------------------------------ shared values
 
-    def pooled_const(self, anchor: Operation, value: int, typ: Attribute) -> SSAValue | None:
+    def pooled_const(self, block: Block | None, value: int, typ: Attribute) -> SSAValue | None:
         """One `llvm.mlir.constant` per (function, value, type), at the start of the entry block
-        (None when `anchor` is not directly in a function body)."""
-        entry = _entry_block(anchor.parent)
+        (None when `block` is not directly in a function body)."""
+        entry = _entry_block(block)
         if entry is None:
             return None
         key = (entry, value, typ)
@@ -365,7 +390,7 @@ class MemLowering:
         c = None
         entry = _entry_block(at.block)
         if entry is not None and entry is not at.block:  # the pool (entry start) dominates `at`
-            c = self.pooled_const(entry.first_op, stride, i64)
+            c = self.pooled_const(entry, stride, i64)
         if c is None:  # `v` is defined in the entry block: a constant of its own, before the mul
             const = llvm.ConstantOp(_const_attr(stride, i64), i64)
             Rewriter.insert_op(const, at)
@@ -519,15 +544,7 @@ class MemLowering:
                     offset += c * stride
                 elif stride:
                     terms.append(self.scale(self.as_i64(idx), stride))
-            if not terms:
-                return b.gep(ptr, offset, elem), t
-            # base = ptr + sum(terms), shared within the block; the constant part is the
-            # gep's own constant index (both in bounds: indices and strides are >= 0)
-            key = (b.anchor.parent, ptr, elem, *terms)
-            base = self.bases.get(key)
-            if base is None:
-                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
-            return b.gep(base, offset, elem), t
+            return self.based_gep(b, ptr, elem, terms, offset), t
         dims = _dims(t, dyn)
         strides = self.dynamic_strides(dims)
         if strides is not None:
@@ -550,19 +567,25 @@ class MemLowering:
                         terms.append(self.scale(prod, c * stride))
                 else:
                     terms.append(self.times(b, self.scale(self.as_i64(idx), stride), prod))
-            if not terms:
-                return b.gep(ptr, offset, elem), t
-            key = (b.anchor.parent, ptr, elem, *terms)
-            base = self.bases.get(key)
-            if base is None:
-                base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
-            return b.gep(base, offset, elem), t
+            return self.based_gep(b, ptr, elem, terms, offset), t
         linear: Dim = 0
         for k, idx in enumerate(indices):
             c = _const_int(idx)
             i64_idx: Dim = c if c is not None else self.as_i64(idx)
             linear = b.add(b.mul(linear, dims[k]) if k else linear, i64_idx)
         return b.gep(ptr, linear, elem), t
+
+    def based_gep(self, b: _Emitter, ptr: SSAValue, elem: Attribute, terms: list[SSAValue], offset: int) -> SSAValue:
+        """gep(base, offset) with base = gep(ptr, sum(terms)) shared within the block; the
+        constant part is the gep's own constant index (both in bounds: indices and strides
+        are >= 0)."""
+        if not terms:
+            return b.gep(ptr, offset, elem)
+        key = (b.anchor.parent, ptr, elem, *terms)
+        base = self.bases.get(key)
+        if base is None:
+            base = self.bases[key] = b.gep(ptr, self.linear_sum(b, terms, 0), elem)
+        return b.gep(base, offset, elem)
 
     @staticmethod
     def numel(b: _Emitter, t: MemRefType, dyn: Sequence[SSAValue], scale: int = 1) -> Dim:
@@ -740,12 +763,9 @@ class MemLowering:
             return
         pred = op.parent_block()
         assert pred is not None
-        null = self.is_null(_Emitter(op, self), ptr)
-        cont = pred.split_before(op)
-        oom = Block()
-        Rewriter.insert_block(oom, BlockInsertPoint.before(cont))
-        self.error_return(oom, op, 2)
-        pred.add_op(llvm.CondBrOp(null, oom, [], cont, []))
+        b = _Emitter(op, self)
+        null = self.is_null(b, ptr)
+        b.if_then(null, lambda oom: self.error_return(oom.ip.block, op, 2))
 
     def entry_anchor(self, f: func.FuncOp) -> Operation:
         """First op of the entry block after the argument casts and pooled constants (hoisting
@@ -902,36 +922,8 @@ class MemLowering:
         def body(lb: _Emitter, i: SSAValue) -> None:
             lb(llvm.StoreOp(value, lb.gep(ptr, i, elem), alignment=eb))
 
-        self.counted_loop(op, b.value(n), body)
+        b.counted_loop(b.value(n), body)
         _erase(op)
-
-    def counted_loop(
-        self, at: Operation, n: SSAValue, body: Callable[[_Emitter, SSAValue], None]
-    ) -> None:
-        """for (i = 0; i < n; ++i) body(i), as llvm blocks, placed where `at` is.
-
-            ^pred: br ^hdr(0) ; ^hdr(%i): cond_br %i < %n, ^body, ^cont
-            ^body: body(%i) ; br ^hdr(%i + 1) ; ^cont: `at` and the rest
-        """
-        pred = at.parent_block()
-        assert pred is not None
-        zero = _Emitter(at, self).const(0)
-        cont = pred.split_before(at)
-        hdr, loop = Block(arg_types=[i64]), Block()
-        Rewriter.insert_block([hdr, loop], BlockInsertPoint.before(cont))
-        pred.add_op(llvm.BrOp(hdr, zero))
-        i = hdr.args[0]
-        hdr.add_op(llvm.UnreachableOp())
-        hb = _Emitter(hdr.last_op, self)
-        more = hb.icmp(i, n, "slt")
-        _erase(hdr.last_op)
-        hdr.add_op(llvm.CondBrOp(more, loop, [], cont, []))
-        loop.add_op(llvm.UnreachableOp())
-        lb = _Emitter(loop.last_op, self)
-        body(lb, i)
-        nxt = lb.add(i, 1)
-        _erase(loop.last_op)
-        loop.add_op(llvm.BrOp(hdr, lb.value(nxt)))
 
     def lower_call(self, op: func.CallOp) -> None:
         if not any(isinstance(a.type, MemRefType) for a in op.arguments):
@@ -1004,32 +996,35 @@ class MemLowering:
         for f in funcs:
             if f in self.results_arg:
                 self.compute_live_heap(f)
-        ops = list(self.module.walk())  # lowering producers adds llvm ops only: one walk serves both loops
-        for op in ops:
-            if isinstance(op, _PRODUCERS):
-                self.lower_producer(op)
-        lowerings: dict[type[Operation], Callable] = {
-            mem.LoadOp: self.lower_load,
-            mem.StoreOp: self.lower_store,
-            mem.DimOp: self.lower_dim,
-            mem.DeallocOp: self.lower_dealloc,
-            mem.CopyOp: self.lower_copy,
-            mem.FillOp: self.lower_fill,
-            func.CallOp: self.lower_call,
+        # one pattern per mem op, through the conversion driver (one walk: lowering producers
+        # adds llvm ops only): the producers first (a consumer reads its operand's descriptor),
+        # then the consumers; a producer met through a consumer's operand is lowered then.
+        producers = {cls: self._pattern(self.lower_producer) for cls in _PRODUCERS}
+        consumers = {
+            mem.LoadOp: self._pattern(self.lower_load),
+            mem.StoreOp: self._pattern(self.lower_store),
+            mem.DimOp: self._pattern(self.lower_dim),
+            mem.DeallocOp: self._pattern(self.lower_dealloc),
+            mem.CopyOp: self._pattern(self.lower_copy),
+            mem.FillOp: self._pattern(self.lower_fill),
+            func.CallOp: self._pattern(self.lower_call),
+            func.ReturnOp: self._pattern(self.lower_return),
         }
-        for op in ops:
-            if op.parent is None:
-                continue  # a lowered producer
-            lower = lowerings.get(type(op))
-            if lower is not None:
-                lower(op)
-            elif isinstance(op, func.ReturnOp) and any(
-                isinstance(t, MemRefType) for t in op.arguments.types
-            ):
-                f = _func_of(op)
-                if f in self.results_arg:
-                    self.lower_entry_return(op)
+        ConversionDriver([producers, consumers]).run(self.module)
         self.erase_dead_casts()
+
+    @staticmethod
+    def _pattern(lower: Callable[[Operation], None]) -> Callable[[Operation, PatternRewriter], None]:
+        def pattern(op: Operation, rewriter: PatternRewriter) -> None:
+            lower(op)
+
+        return pattern
+
+    def lower_return(self, op: func.ReturnOp) -> None:
+        """An entry function's return of memrefs -> `return 0 : i32` (the results are in their slots)."""
+        if any(isinstance(t, MemRefType) for t in op.arguments.types):
+            if _func_of(op) in self.results_arg:
+                self.lower_entry_return(op)
 
     def erase_dead_casts(self) -> None:
         """Erase the casts that rebuilt memrefs (all unused now), then check legality: one walk."""
@@ -1051,8 +1046,7 @@ class MemLowering:
                         f"failed to legalize operation '{user.name}': it uses a memref value, "
                         f"which has no LLVM lowering there"
                     )
-        if illegal is not None:
-            raise DiagnosticException(f"failed to legalize operation '{illegal.name}'")
+        report_illegal(illegal)  # the conversions' one legality check (located)
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,15 @@ from xdsl.dialects import llvm, vector
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, VectorType, i32
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from minimlir.dialects import llvm_ext as ext
 from minimlir.passes._diagnostics import emit_error
-from minimlir.passes.to_llvm._common import convert_type, finalize, from_llvm, to_llvm
+from minimlir.passes.to_llvm._conversion import convert
+from minimlir.passes.to_llvm._common import convert_type, from_llvm, to_llvm
 
 
 class LowerBroadcast(RewritePattern):
@@ -86,8 +85,6 @@ class ConvertVectorToLlvmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
-        walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier([LowerBroadcast(), LowerFma()]), apply_recursively=False
-        )
-        walker.rewrite_module(op)
-        finalize(op, ("vector",))
+        # erase_dead: dead pure ops the walk meets go too (as the greedy applier this pass used did)
+        patterns = {vector.BroadcastOp: LowerBroadcast(), vector.FMAOp: LowerFma()}
+        convert(op, patterns, illegal=("vector",), erase_dead=True)

@@ -19,15 +19,14 @@ operand/result types, so two identical ops reuse one kernel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import InsertPoint
 
 from minimlir.dialects import graph
-from minimlir.passes.loop._kernel_builder import Index, KernelBuilder
+from minimlir.dialects.builder import Builder, Index
+from minimlir.passes.loop._kernel_builder import KernelBuilder
 
 LEGALIZATIONS: dict[type[Operation], Legalization] = {}
 
@@ -84,29 +83,13 @@ def legalizes(*op_types: type[Operation]):
     return register
 
 
-class GraphDims:
-    """Shape arithmetic at the graph level, emitted before `op` (index values, folded)."""
+class GraphDims(Builder):
+    """Shape arithmetic at the graph level, emitted before `op` (index values, folded by the
+    shared `Builder`; constants are emitted in place, not pooled)."""
 
     def __init__(self, op: Operation):
-        self.ip = InsertPoint.before(op)
+        super().__init__(InsertPoint.before(op))
         self._dims: dict[tuple[SSAValue, int], SSAValue] = {}
-
-    def _emit(self, op: Operation) -> SSAValue:
-        Rewriter.insert_op(op, self.ip)
-        return op.results[0]
-
-    def index(self, v: Index) -> SSAValue:
-        if isinstance(v, int):
-            return self._emit(arith.ConstantOp(IntegerAttr(v, IndexType())))
-        return v
-
-    @staticmethod
-    def const_value(v: Index) -> int | None:
-        if isinstance(v, int):
-            return v
-        if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
-            return v.owner.value.value.data
-        return None
 
     def dim(self, value: SSAValue, i: int) -> Index:
         """Extent i of a tensor: an int when static, else a `graph.dim` (emitted once)."""
@@ -123,7 +106,7 @@ class GraphDims:
             pos = sum(_count_dynamic(t) for t in types[:k]) + value.type.get_shape()[:i].count(d)
             return call.dims[pos]
         if (value, i) not in self._dims:
-            self._dims[(value, i)] = self._emit(graph.DimOp(value, i))
+            self._dims[(value, i)] = self.emit(graph.DimOp(value, i))
         return self._dims[(value, i)]
 
     def same_dim_as_operand(self, op: Operation, result_type: TensorType, i: int) -> Index:
@@ -154,53 +137,15 @@ class GraphDims:
             acc = self.max(acc, c)
         return acc
 
-    def _fold2(self, a: Index, b: Index, fn, op_cls) -> Index:
-        ca, cb = self.const_value(a), self.const_value(b)
-        if ca is not None and cb is not None:
-            return fn(ca, cb)
-        return self._emit(op_cls(self.index(a), self.index(b)))
-
-    def iadd(self, a: Index, b: Index) -> Index:
-        if self.const_value(b) == 0:
-            return a
-        if self.const_value(a) == 0:
-            return b
-        return self._fold2(a, b, lambda x, y: x + y, arith.AddiOp)
-
-    def isub(self, a: Index, b: Index) -> Index:
-        if self.const_value(b) == 0:
-            return a
-        return self._fold2(a, b, lambda x, y: x - y, arith.SubiOp)
-
-    def imul(self, a: Index, b: Index) -> Index:
-        if self.const_value(b) == 1:
-            return a
-        if self.const_value(a) == 1:
-            return b
-        return self._fold2(a, b, lambda x, y: x * y, arith.MuliOp)
-
+    # the names the legalizations' shape functions use (SymbolicGraphDims overrides them)
     def floordiv(self, a: Index, b: Index) -> Index:
-        if self.const_value(b) == 1:
-            return a
-        return self._fold2(a, b, lambda x, y: x // y, arith.FloorDivSIOp)
+        return self.ifloordiv(a, b)
 
     def ceildiv(self, a: Index, b: Index) -> Index:
-        if self.const_value(b) == 1:
-            return a
-        return self._fold2(a, b, lambda x, y: -(-x // y), arith.CeilDivSIOp)
+        return self.iceildiv(a, b)
 
     def max(self, a: Index, b: Index) -> Index:
-        if a is b:
-            return a
-        return self._fold2(a, b, max, arith.MaxSIOp)
+        return self.imax(a, b)
 
     def min(self, a: Index, b: Index) -> Index:
-        if a is b:
-            return a
-        return self._fold2(a, b, min, arith.MinSIOp)
-
-    def product(self, values: Sequence[Index]) -> Index:
-        acc: Index = 1
-        for v in values:
-            acc = self.imul(acc, v)
-        return acc
+        return self.imin(a, b)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
+from minimlir.dialects.builder import Builder, ConstPool, Index
 from minimlir.passes.loop.schedule.affine import AffineForm, atom_name, is_symbol
 from minimlir.passes.loop.schedule.errors import ScheduleError
 
@@ -40,18 +41,36 @@ def kernel_of(op: Operation) -> func.FuncOp:
     return p  # type: ignore[return-value]
 
 
+class _EntryConstants(ConstPool):
+    """The kernel's entry constants as the builder's pool: an existing `arith.constant` of the
+    value at the entry is reused, a new one goes before the entry's first op."""
+
+    def __init__(self, kernel: func.FuncOp):
+        super().__init__(kernel.body.block)
+
+    def get(self, builder: Builder, value: int, typ: Attribute) -> SSAValue | None:
+        entry = self.entry
+        assert entry is not None
+        for op in entry.ops:
+            if isinstance(op, arith.ConstantOp) and op.result.type == typ:
+                if const_index(op.result) == value:
+                    return op.result
+        c = builder.make_constant(value, typ)
+        first = entry.first_op
+        assert first is not None
+        Rewriter.insert_op(c, InsertPoint.before(first))
+        return c.results[0]
+
+
+def builder_at(kernel: func.FuncOp, ip: InsertPoint) -> Builder:
+    """The shared builder at `ip`, constants from `kernel`'s entry."""
+    return Builder(ip, _EntryConstants(kernel))
+
+
 def iconst(kernel: func.FuncOp, value: int) -> SSAValue:
     """An index constant at the kernel entry (reused when one is already there)."""
     entry = kernel.body.block
-    for op in entry.ops:
-        if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
-            if const_index(op.result) == value:
-                return op.result
-    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    first = entry.first_op
-    assert first is not None
-    Rewriter.insert_op(c, InsertPoint.before(first))
-    return c.result
+    return builder_at(kernel, InsertPoint.at_start(entry)).constant(value)
 
 
 def top_level_ancestor(op: Operation, kernel: func.FuncOp) -> Operation:
@@ -78,36 +97,34 @@ def emit(op: Operation, ip: InsertPoint) -> SSAValue:
 
 def materialize_form(form: AffineForm, kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
     """Arith ops computing `form` at `ip` (constants come from the kernel entry)."""
-    acc: SSAValue | None = None
+    b = builder_at(kernel, ip)
+    acc: Index | None = None
     for v, c in form.coeffs.items():
-        term = v if abs(c) == 1 else emit(arith.MuliOp(v, iconst(kernel, abs(c))), ip)
+        term = b.imul(v, abs(c))
         if acc is None:
-            acc = term if c > 0 else emit(arith.SubiOp(iconst(kernel, 0), term), ip)
+            acc = term if c > 0 else b.isub(0, term)
         else:
-            acc = emit(arith.AddiOp(acc, term) if c > 0 else arith.SubiOp(acc, term), ip)
+            acc = b.iadd(acc, term) if c > 0 else b.isub(acc, term)
     if acc is None:
-        return iconst(kernel, form.const)
-    if form.const > 0:
-        acc = emit(arith.AddiOp(acc, iconst(kernel, form.const)), ip)
-    elif form.const < 0:
-        acc = emit(arith.SubiOp(acc, iconst(kernel, -form.const)), ip)
-    return acc
+        return b.index(form.const)
+    return b.index(b.iadd(acc, form.const) if form.const >= 0 else b.isub(acc, -form.const))
+
+
+def _materialize_fold(forms: Sequence[AffineForm], kernel: func.FuncOp, ip: InsertPoint, kind: str) -> SSAValue:
+    b = builder_at(kernel, ip)
+    vals = [materialize_form(f, kernel, ip) for f in forms]
+    acc: Index = vals[0]
+    for v in vals[1:]:
+        acc = b.imin(acc, v) if kind == "min" else b.imax(acc, v)
+    return b.index(acc)
 
 
 def materialize_min(forms: Sequence[AffineForm], kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
-    vals = [materialize_form(f, kernel, ip) for f in forms]
-    acc = vals[0]
-    for v in vals[1:]:
-        acc = emit(arith.MinSIOp(acc, v), ip)
-    return acc
+    return _materialize_fold(forms, kernel, ip, "min")
 
 
 def materialize_max(forms: Sequence[AffineForm], kernel: func.FuncOp, ip: InsertPoint) -> SSAValue:
-    vals = [materialize_form(f, kernel, ip) for f in forms]
-    acc = vals[0]
-    for v in vals[1:]:
-        acc = emit(arith.MaxSIOp(acc, v), ip)
-    return acc
+    return _materialize_fold(forms, kernel, ip, "max")
 
 
 def move_ops(ops: Sequence[Operation], ip: InsertPoint) -> None:

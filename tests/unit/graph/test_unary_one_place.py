@@ -53,3 +53,17 @@ def test_a_float_only_op_refuses_ints_with_a_reason():
                           [helper.make_tensor_value_info("y", TensorProto.INT32, [3])])
     with pytest.raises(UnsupportedModelError, match="Sin of i32"):
         compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), cache=False)
+
+
+def test_a_declared_op_is_in_no_class_keyed_legalization_table():
+    from minimlir.passes.graph.legalize import _load_legalizations
+    from minimlir.passes.graph.legalize import elementwise
+    from minimlir.passes.graph.legalize.unary import declared_unary_ops
+
+    _load_legalizations()
+    declared = set(declared_unary_ops())
+    assert {graph.TanhOp, graph.ExpOp, graph.LogOp, graph.SqrtOp, graph.RsqrtOp, graph.ErfOp, graph.FloorOp,
+            graph.CeilOp} <= declared
+    assert not declared & set(elementwise._UNARY)  # the op's MATH_OP is the one place
+    # what is left in the table has an element function of more than one math op
+    assert all(cls.MATH_OP is None for cls in elementwise._UNARY)
