@@ -1465,3 +1465,4 @@ from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
 from minimlir.frontend import _onnx_unary  # noqa: E402,F401  (the unary ops that declare ONNX =)
 from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
+from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401
