@@ -498,3 +498,176 @@ def emit_col2im(n: NodeView) -> list:
     y = cx.emit1(graph.ScatterElementsOp(zeros, idx, xr, axis=2, reduction="add"))
     y = _split(cx, y, 2, [img, 1])[0]
     return [cx.reshape(y, [dims[0], c] + image)]
+
+
+# --------------------------------------------------------------------------------------------
+# GridSample
+
+_GRID_MODES = {16: ("bilinear", "nearest", "bicubic"), 20: ("linear", "nearest", "cubic")}
+_GRID_PADDING = ("zeros", "border", "reflection")
+
+
+def _grid_modes(opset: int) -> tuple[str, ...]:
+    return _GRID_MODES[20 if opset >= 20 else 16]
+
+
+def _check_grid_sample(node, opset):
+    attrs = {a.name: a for a in node.attribute}
+    mode = attrs["mode"].s.decode() if "mode" in attrs else ("linear" if opset >= 20 else "bilinear")
+    if mode not in _grid_modes(opset):
+        return f"mode '{mode}' is not one of {', '.join(_grid_modes(opset))} (opset {opset})"
+    pad = attrs["padding_mode"].s.decode() if "padding_mode" in attrs else "zeros"
+    if pad not in _GRID_PADDING:
+        return f"padding_mode '{pad}' is not one of {', '.join(_GRID_PADDING)}"
+    if "align_corners" in attrs and attrs["align_corners"].i not in (0, 1):
+        return f"align_corners must be 0 or 1, got {attrs['align_corners'].i}"
+    return None
+
+
+def _reflect(cx, x, lo: float, hi: float):
+    """Reflect x by the near border until it is within [lo, hi] (elementwise; x float):
+    below: d = lo - x, k = floor(d / (hi - lo)), r = d - k (hi - lo), lo + r for even k, else
+    hi - r; above the mirror image. A zero-width range (one pixel, aligned corners) gives lo."""
+    el = _elem(x)
+    rng = hi - lo
+    if rng <= 0:
+        return cx.broadcast_to(cx.scalar(lo, el), cx.dims(x))
+    s = lambda v: cx.scalar(v, el)  # noqa: E731
+    e = cx.emit1
+
+    def fold(d):  # (k even, r) for a distance d >= 0 past a border
+        k = e(graph.FloorOp(e(graph.DivOp(d, s(rng)))))
+        r = e(graph.SubOp(d, e(graph.MulOp(k, s(rng)))))
+        half = e(graph.FloorOp(e(graph.MulOp(k, s(0.5)))))
+        even = e(graph.EqOp(e(graph.SubOp(k, e(graph.MulOp(half, s(2.0))))), s(0.0)))
+        return even, r
+
+    ev_lo, r_lo = fold(e(graph.SubOp(s(lo), x)))
+    ev_hi, r_hi = fold(e(graph.SubOp(x, s(hi))))
+    from_lo = e(graph.WhereOp(ev_lo, e(graph.AddOp(s(lo), r_lo)), e(graph.SubOp(s(hi), r_lo))))
+    from_hi = e(graph.WhereOp(ev_hi, e(graph.SubOp(s(hi), r_hi)), e(graph.AddOp(s(lo), r_hi))))
+    y = e(graph.WhereOp(e(graph.LtOp(x, s(lo))), from_lo, x))
+    return e(graph.WhereOp(e(graph.GtOp(x, s(hi))), from_hi, y))
+
+
+def _cubic_coeffs(cx, t) -> list:
+    """Keys' cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2 for a fraction t."""
+    el = _elem(t)
+    s = lambda v: cx.scalar(v, el)  # noqa: E731
+    e = cx.emit1
+    a = -0.75
+
+    def far(x):  # ((a (x) - 5a) x + 8a) x - 4a, for 1 <= x < 2
+        return e(graph.SubOp(e(graph.MulOp(e(graph.AddOp(e(graph.MulOp(e(graph.SubOp(e(graph.MulOp(s(a), x)),
+                                                                                       s(5 * a))), x)),
+                                                          s(8 * a))), x)), s(4 * a)))
+
+    def near(x):  # ((a + 2) x - (a + 3)) x x + 1, for 0 <= x < 1
+        inner = e(graph.SubOp(e(graph.MulOp(s(a + 2), x)), s(a + 3)))
+        return e(graph.AddOp(e(graph.MulOp(e(graph.MulOp(inner, x)), x)), s(1.0)))
+
+    one_minus = e(graph.SubOp(s(1.0), t))
+    return [far(e(graph.AddOp(t, s(1.0)))), near(t), near(one_minus),
+            far(e(graph.SubOp(s(2.0), t)))]
+
+
+@onnx_op("GridSample", check=_check_grid_sample)
+def emit_grid_sample(n: NodeView) -> list:
+    """GridSample(X [N, C, D1..Dk], grid [N, O1..Om, k]) -> Y [N, C, O1..Om] (k = 2 or 3), as the
+    ONNX reference computes it. Per spatial dim i (grid component k-1-i), elementwise on [N, 1, P]
+    (P = prod(O)): the coordinate is unnormalized (align_corners: (g+1)/2 (d-1), else
+    ((g+1) d - 1)/2), rounded half to even (graph.round) for nearest, and outside the border
+    ([0, d-1] aligned, [-0.5, d-0.5] else) clamped (border) or reflected (reflection); its taps
+    are x (nearest), floor(x) + 0..1 (linear, weights 1-t, t) or floor(x) - 1..2 (cubic, Keys
+    a = -0.75), each tap clamped (border), reflected (reflection) or masked to zero (zeros).
+    Every combination of taps over the dims is one graph.gather_elements of X (graph.reshape'd
+    to [N, C, prod(D)]) at the flat index, times the product of its weights; their graph.add is Y."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    grid = _ssa(n, 1)
+    if not _is_float(x) or not _is_float(grid):
+        raise Unsupported(f"GridSample of {_elem(x)} with a {_elem(grid)} grid (both must be float)")
+    xs, gs = _shape(x), _shape(grid)
+    k = len(xs) - 2
+    if k not in (2, 3) or len(gs) != k + 2 or gs[-1] != k:
+        raise Unsupported(f"GridSample: X {xs} and grid {gs} must be [N, C, D1..Dk] and [N, O1..Ok, k], k = 2 or 3")
+    if n.opset < 20 and k != 2:
+        raise Unsupported(f"GridSample before opset 20 takes 4-D inputs, got rank {len(xs)}")
+    sizes = xs[2:]
+    if DYNAMIC in sizes or DYNAMIC in gs[1:]:
+        raise Unsupported("GridSample with dynamic spatial or grid dims")
+    mode = _s(n.attr("mode", b"linear" if n.opset >= 20 else b"bilinear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    padding = _s(n.attr("padding_mode", b"zeros"))
+    align = bool(n.attr("align_corners", 0))
+    gel = _elem(grid)
+    s = lambda v: cx.scalar(v, gel)  # noqa: E731
+    e = cx.emit1
+    out = gs[1:-1]
+    points = int(np.prod(out))
+    gd = cx.dims(grid)
+    xd = cx.dims(x)
+    g = cx.reshape(grid, [gd[0], 1, points, k])
+    comps = [cx.reshape(c, [gd[0], 1, points]) for c in _split(cx, g, 3, [1] * k)]
+    taps_per_dim = []  # per dim: list of (int64 index [N,1,P], weight or None, valid mask or None)
+    for i, d in enumerate(sizes):
+        c = comps[k - 1 - i]
+        if align:
+            v = e(graph.MulOp(e(graph.AddOp(c, s(1.0))), s((d - 1) / 2.0)))
+            lo, hi = 0.0, float(d - 1)
+        else:
+            v = e(graph.DivOp(e(graph.SubOp(e(graph.MulOp(e(graph.AddOp(c, s(1.0))), s(float(d)))), s(1.0))),
+                              s(2.0)))
+            lo, hi = -0.5, d - 0.5
+        if mode == "nearest":
+            v = e(graph.RoundOp(v))
+        if padding == "border":
+            v = e(graph.ClipOp(v, 0.0, float(d - 1)))
+        elif padding == "reflection":
+            v = _reflect(cx, v, lo, hi)
+        if mode == "nearest":
+            starts, weights = [v], [None]
+        else:
+            base = e(graph.FloorOp(v))
+            t = e(graph.SubOp(v, base))
+            if mode == "linear":
+                starts = [base, e(graph.AddOp(base, s(1.0)))]
+                weights = [e(graph.SubOp(s(1.0), t)), t]
+            else:
+                starts = [e(graph.AddOp(base, s(float(o)))) for o in (-1, 0, 1, 2)]
+                weights = _cubic_coeffs(cx, t)
+        taps = []
+        for p, w in zip(starts, weights):
+            valid = None
+            if padding == "zeros":
+                valid = e(graph.AndOp(e(graph.GeOp(p, s(0.0))), e(graph.LeOp(p, s(float(d - 1))))))
+                p = e(graph.ClipOp(p, 0.0, float(d - 1)))
+            elif padding == "border":
+                p = e(graph.ClipOp(p, 0.0, float(d - 1)))
+            else:
+                p = e(graph.ClipOp(_reflect(cx, p, lo, hi), 0.0, float(d - 1)))
+            taps.append((e(graph.CastOp(p, i64)), w, valid))
+        taps_per_dim.append(taps)
+    strides = [int(np.prod(sizes[i + 1:])) for i in range(k)]
+    flat_x = cx.reshape(x, [xd[0], xd[1], int(np.prod(sizes))])
+    y = None
+    for combo in np.ndindex(*[len(t) for t in taps_per_dim]):
+        idx, weight, valid = None, None, None
+        for i, j in enumerate(combo):
+            ti, wi, vi = taps_per_dim[i][j]
+            term = ti if strides[i] == 1 else e(graph.MulOp(ti, cx.scalar(strides[i], i64)))
+            idx = term if idx is None else e(graph.AddOp(idx, term))
+            if wi is not None:
+                weight = wi if weight is None else e(graph.MulOp(weight, wi))
+            if vi is not None:
+                valid = vi if valid is None else e(graph.AndOp(valid, vi))
+        picked = e(graph.GatherElementsOp(flat_x, cx.broadcast_to(idx, [xd[0], xd[1], points]), 2))
+        if valid is not None:
+            mask = e(graph.CastOp(valid, gel))
+            weight = mask if weight is None else e(graph.MulOp(weight, mask))
+        if weight is not None:
+            if _elem(weight) != _elem(x):
+                weight = e(graph.CastOp(weight, _elem(x)))
+            picked = e(graph.MulOp(picked, weight))
+        y = picked if y is None else e(graph.AddOp(y, picked))
+    return [cx.reshape(y, [xd[0], xd[1]] + out)]

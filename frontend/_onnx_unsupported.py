@@ -28,7 +28,7 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
     "data-dependent": ("the output size depends on the data (not implemented yet for this op)", frozenset({
         "Unique", "Compress", "NonMaxSuppression"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
-        "GridSample", "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
+        "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
     "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({
         "BitCast"})),
     "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
