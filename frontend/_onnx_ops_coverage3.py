@@ -671,3 +671,52 @@ def emit_grid_sample(n: NodeView) -> list:
             picked = e(graph.MulOp(picked, weight))
         y = picked if y is None else e(graph.AddOp(y, picked))
     return [cx.reshape(y, [xd[0], xd[1]] + out)]
+
+
+# --------------------------------------------------------------------------------------------
+# AffineGrid
+
+
+def affine_base_grid(sizes: list[int], align_corners: bool, dtype) -> np.ndarray:
+    """[prod(sizes), k + 1]: each point's normalized (x, y[, z], 1), x along the last dim."""
+    axes = []
+    for s in sizes:
+        if align_corners:
+            axes.append(np.linspace(-1.0, 1.0, s) if s > 1 else np.zeros(1))
+        else:
+            axes.append((np.arange(s) * 2.0 + 1.0) / s - 1.0)
+    mesh = np.meshgrid(*axes, indexing="ij")  # per dim, [sizes...]
+    coords = [m.reshape(-1) for m in reversed(mesh)]  # x (last dim) first
+    return np.stack(coords + [np.ones(int(np.prod(sizes)))], axis=1).astype(dtype)
+
+
+def _check_affine_grid(node, opset):
+    for a in node.attribute:
+        if a.name == "align_corners" and a.i not in (0, 1):
+            return f"align_corners must be 0 or 1, got {a.i}"
+    return None
+
+
+@onnx_op("AffineGrid", check=_check_affine_grid)
+def emit_affine_grid(n: NodeView) -> list:
+    """AffineGrid(theta [N, k, k+1], size [N, C, D1..Dk], align_corners) -> grid [N, D1..Dk, k]:
+    graph.matmul of the constant base grid [1, prod(D), k+1] (numpy: each point's normalized
+    coordinates, x first, and a 1) by graph.transpose(theta) [N, k+1, k], graph.reshape'd. size
+    must be a constant (k = 2 or 3)."""
+    cx = n.cx
+    theta = _ssa(n, 0)
+    if not _is_float(theta):
+        raise Unsupported(f"AffineGrid of {_elem(theta)}")
+    size = [int(v) for v in _const_input(n, 1, "AffineGrid size").reshape(-1)]
+    k = len(size) - 2
+    if k not in (2, 3) or any(v < 1 for v in size[2:]):
+        raise Unsupported(f"AffineGrid: size {size} must be [N, C, H, W] or [N, C, D, H, W] with sizes >= 1")
+    ts = _shape(theta)
+    if len(ts) != 3 or ts[1:] != [k, k + 1]:
+        raise Unsupported(f"AffineGrid: theta has shape {ts}, expected [N, {k}, {k + 1}] for size {size}")
+    if ts[0] != DYNAMIC and ts[0] != size[0]:
+        raise Unsupported(f"AffineGrid: theta's batch {ts[0]} differs from size's {size[0]}")
+    base = affine_base_grid(size[2:], bool(n.attr("align_corners", 0)), _np_dtype(_elem(theta)))
+    base_v = cx.ssa(_big_const(n, base.reshape(1, *base.shape)))
+    grid = cx.emit1(graph.MatMulOp(base_v, cx.emit1(graph.TransposeOp(theta, [0, 2, 1]))))
+    return [cx.reshape(grid, [cx.dims(theta)[0]] + size[2:] + [k])]

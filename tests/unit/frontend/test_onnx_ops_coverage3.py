@@ -255,3 +255,27 @@ def test_grid_sample_dynamic_batch(opset, attrs, x_shape, grid_shape):
 ])
 def test_grid_sample_illegal_attributes(opset, attrs, match):
     _unsupported(_grid_model(opset, attrs, [1, 1, 3, 3], [1, 2, 2, 2]), match)
+
+
+# --------------------------------------------------------------------------------------------
+# AffineGrid
+
+
+def _affine_model(size, attrs):
+    k = len(size) - 2
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], **attrs)
+    inits = [helper.make_tensor("size", I64, [len(size)], size)]
+    return _model([node], [_vi("theta", F, [size[0], k, k + 1])], [_vi("grid", F, None)], 20, inits)
+
+
+@pytest.mark.parametrize("size,attrs", [([2, 3, 4, 5], {}), ([1, 1, 2, 3, 4], {"align_corners": 1})])
+def test_affine_grid(size, attrs):
+    k = len(size) - 2
+    check_against_ort(_affine_model(size, attrs), [{"theta": _f32(size[0], k, k + 1)}], rtol=1e-5, atol=1e-6)
+
+
+def test_affine_grid_illegal():
+    _unsupported(_affine_model([1, 1, 2, 2], {"align_corners": 2}), "align_corners must be 0 or 1")
+    m = _affine_model([1, 1, 2, 2], {})
+    m.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 4  # theta [1, 2, 4]
+    _unsupported(m, "theta has shape \\[1, 2, 4\\]")
