@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import TensorProto
-from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
+from xdsl.dialects.builtin import AnyFloat, Float16Type, IntegerType, TensorType, f32
 from xdsl.ir import SSAValue
 
 from minimlir.dialects import graph
@@ -990,8 +990,14 @@ def emit_pad(n: NodeView) -> list:
 
 @onnx_op("MatMul")
 def emit_matmul(n: NodeView) -> list:
-    """MatMul(a, b) -> graph.matmul (NumPy semantics)."""
-    return [n.cx.emit1(graph.MatMulOp(_ssa(n, 0), _ssa(n, 1)))]
+    """MatMul(a, b) -> graph.matmul (NumPy semantics). float16 accumulates in float32, as
+    onnxruntime does: graph.cast both to f32, graph.matmul, graph.cast back."""
+    a, b = _ssa(n, 0), _ssa(n, 1)
+    if isinstance(_elem(a), Float16Type) and isinstance(_elem(b), Float16Type):
+        cx = n.cx
+        y = cx.emit1(graph.MatMulOp(cx.emit1(graph.CastOp(a, f32)), cx.emit1(graph.CastOp(b, f32))))
+        return [cx.emit1(graph.CastOp(y, _elem(a)))]
+    return [n.cx.emit1(graph.MatMulOp(a, b))]
 
 
 @onnx_op("Gemm")
@@ -1396,13 +1402,22 @@ def emit_lrn(n: NodeView) -> list:
     ]
 
 
+def _with_inputs(n: NodeView, inputs: list) -> NodeView:
+    """`n` with other input values (the same node, attributes and opset)."""
+    return NodeView(n.proto, n.opset, inputs, n.cx)
+
+
 @onnx_op("Softmax", "LogSoftmax")
 def emit_softmax(n: NodeView) -> list:
     """Softmax/LogSoftmax(x, axis) -> graph.softmax/log_softmax {axis}. Before opset 13 the input
     is coerced to 2-D at `axis` (default 1): graph.reshape to (prod(d[:axis]), prod(d[axis:])),
-    softmax on axis 1, reshape back (skipped when axis is the last dim: same result)."""
+    softmax on axis 1, reshape back (skipped when axis is the last dim: same result). float16 is
+    computed in float32 (graph.cast around it), as onnxruntime does."""
     cx = n.cx
     x = _ssa(n, 0)
+    if isinstance(_elem(x), Float16Type):
+        y = emit_softmax(_with_inputs(n, [cx.from_ssa(cx.emit1(graph.CastOp(x, f32)))]))[0]
+        return [cx.emit1(graph.CastOp(y, _elem(x)))]
     rank = len(_shape(x))
     cls = graph.SoftmaxOp if n.op_type == "Softmax" else graph.LogSoftmaxOp
     if n.opset >= 13:
@@ -1465,3 +1480,4 @@ from minimlir.frontend import _onnx_ops_more  # noqa: E402,F401
 from minimlir.frontend import _onnx_unary  # noqa: E402,F401  (the unary ops that declare ONNX =)
 from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
+from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401

@@ -22,16 +22,13 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "Multinomial"})),
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
     "quantized": ("quantized op (not implemented yet)", frozenset({
-        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
-        "ConvInteger", "MatMulInteger"})),
-    "recurrent": ("recurrent layer: a loop over time with a carried state (not implemented yet)", frozenset({
-        "RNN", "GRU", "LSTM"})),
+        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "ConvInteger"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
     "data-dependent": ("the output size depends on the data (not implemented yet for this op)", frozenset({
         "Unique", "Compress", "NonMaxSuppression"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
-        "GridSample", "RoiAlign", "MaxRoiPool", "DeformConv", "Col2Im", "MaxUnpool"})),
+        "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
     "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({
         "BitCast"})),
     "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
