@@ -42,7 +42,7 @@ PIPELINES: dict[str, NamedPipeline] = {
         "fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(
-        "loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,math-approximate,"
+        "loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"
         "convert-to-llvm,"
         "convert-parallel-to-llvm",
         "The part of `compile` after compile-whole-module: passes that each rewrite one function at a time "

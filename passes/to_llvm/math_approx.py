@@ -209,7 +209,7 @@ class ExpandVectorMath(RewritePattern):
 class MathApproximatePass(ModulePass):
     """Vector f32 exp/tanh/erf -> range reduction + minimax polynomials (no libm call per lane)."""
 
-    name = "math-approximate"
+    name = "convert-math-to-polynomials"
 
     exp: bool = True
     tanh: bool = True

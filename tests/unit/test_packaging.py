@@ -93,7 +93,8 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
         folder = module.split(".")[2]
         assert name.startswith(level[folder]), (name, module)
     assert rows["graph-infer-dims"] == "minimlir.passes.graph.infer_dims"
-    assert len(rows) == 33  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels
+    assert len(rows) == 35  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
+    # graph-strength-reduce, convert-math-to-polynomials
 
 
 def test_alias_table_names_only_existing_modules():

@@ -1,5 +1,5 @@
-// RUN: mini-opt %s --split-input-file -p math-approximate | filecheck %s
-// RUN: mini-opt %s --split-input-file -p 'math-approximate{exp=false tanh=false erf=false}' | filecheck %s --check-prefix=OFF
+// RUN: mini-opt %s --split-input-file -p convert-math-to-polynomials | filecheck %s
+// RUN: mini-opt %s --split-input-file -p 'convert-math-to-polynomials{exp=false tanh=false erf=false}' | filecheck %s --check-prefix=OFF
 
 // exp: clamp, NaN lanes parked at 0, Cody-Waite reduction, polynomial, two exponent scalings, NaN back.
 // CHECK-LABEL: func.func @exp

@@ -1,4 +1,4 @@
-"""math-approximate (passes/to_llvm/math_approx.py): accuracy of the vector exp/tanh/erf expansions
+"""convert-math-to-polynomials (passes/to_llvm/math_approx.py): accuracy of the vector exp/tanh/erf expansions
 over a dense sweep of f32 inputs against float64 NumPy, the special values, and the coefficients'
 derivation. Bounds (max error in f32 ulp): exp <= 2, tanh <= 3, erf <= 3."""
 
