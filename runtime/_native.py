@@ -185,16 +185,14 @@ class NativeFunction:
         self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
         # The fast path's plan (see `_fast_native`): per memref argument its param name (None for an
         # input), dtype, rank, static dims as (position, size), named dims as (position, name), and
-        # the positions of its dynamic dims; per result the same for out= arrays.
+        # the positions of its dynamic dims; per result the same for out= arrays. Params with a dynamic
+        # dim take the checking path.
         self._plan = None
         if meta["abi"] == "entry" and all(
             a["kind"] == "memref" and (a["param"] is None or None not in a["shape"]) for a in meta["args"]
         ):
             self._plan = [_arg_plan(a) for a in meta["args"]]
             self._out_plan = [_arg_plan(r) for r in self.results]
-            self._offsets = [0]
-            for r in self.results:
-                self._offsets.append(self._offsets[-1] + 1 + len(r["shape"]))
         self._param_cache: tuple[Any, list[Any], list[np.ndarray]] | None = None
 
     def __repr__(self) -> str:
@@ -253,8 +251,7 @@ class NativeFunction:
                 continue
             arr = check_array(self.program.param(a["param"], self.name), a, f"param '{a['param']}'", allow_copy)
             keep.append(arr)
-            native.append(arr.ctypes.data)
-            native.extend(d for d, s in zip(arr.shape, a["shape"]) if s is None)
+            native.append(arr.ctypes.data)  # a param with a dynamic dim has no fast plan
         self._param_cache = (version, native, keep)
         return native, keep
 

@@ -53,26 +53,20 @@ class _PowByConstant(RewritePattern):
         if not isinstance(x.type.get_element_type(), Float32Type | Float64Type):
             return
         exponent = constant_exponent(op)
-        if exponent == 1.0:
-            constant = op.rhs.owner
-            rewriter.replace(op, [], [x])
-            if not constant.results[0].uses:
-                rewriter.erase(constant)
+        if exponent not in (1.0, 2.0, 3.0):
             return
-        if exponent not in (2.0, 3.0):
-            return
-        square = graph.MulOp(x, x, x.type)
-        new = [square]
-        if exponent == 3.0:
-            new.append(graph.MulOp(square.result, x, x.type))
+        new: list[graph.MulOp] = []
+        result = x
+        for _ in range(int(exponent) - 1):  # x*x, then (x*x)*x: onnxruntime's order
+            new.append(graph.MulOp(result, x, x.type))
+            result = new[-1].result
         for m in new:
             m.attributes.update(op.attributes)
             m.location = op.location
         constant = op.rhs.owner
-        rewriter.replace(op, new)
+        rewriter.replace(op, new, [result])
         if not constant.results[0].uses:
             rewriter.erase(constant)
-
 
 @dataclass(frozen=True)
 class GraphStrengthReducePass(ModulePass):
