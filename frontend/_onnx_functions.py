@@ -169,15 +169,21 @@ def expand_functions(
             if k not in pend:
                 new_items.append((n, opset, root))
                 continue
-            got = function_body(n, opset, [types.get(i) if i else None for i in n.input])
+            prefix = f"{n.name or f'{n.op_type}_{k}'}/{n.op_type}/"
+            in_types = [types.get(i) if i else None for i in n.input]
+            call, casts_in, casts_out = n, [], []
+            if any(_is_half(t) for t in in_types):
+                call, in_types, casts_in, casts_out = _widen_half(n, in_types, types, prefix)
+            got = function_body(call, opset, in_types)
             if got is None:
                 new_items.append((n, opset, root))
                 continue
             fn, body_opset = got
             schema = onnx.defs.get_schema(n.op_type, opset, "")
-            prefix = f"{n.name or f'{n.op_type}_{k}'}/{n.op_type}/"
-            for inner in _instantiate(n, fn, prefix, _with_defaults(n, schema)):
+            new_items.extend((c, opset, root) for c in casts_in)
+            for inner in _instantiate(call, fn, prefix, _with_defaults(call, schema)):
                 new_items.append((inner, body_opset, root))
+            new_items.extend((c, opset, root) for c in casts_out)
             counts[n.op_type] = counts.get(n.op_type, 0) + 1
             touched.add(root)
             changed = True
@@ -205,6 +211,51 @@ def expand_functions(
     for i in sorted(touched - bad):
         expanded[g.node[i].op_type] = expanded.get(g.node[i].op_type, 0) + 1
     return Expansion(nodes, opsets, expanded)
+
+
+_HALF = (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
+
+
+def _is_half(t: onnx.TypeProto | None) -> bool:
+    return t is not None and t.HasField("tensor_type") and t.tensor_type.elem_type in _HALF
+
+
+def _widen_half(node: NodeProto, in_types: list, types: dict, prefix: str):
+    """A function op called on float16/bfloat16 values is expanded on float32 ones: its half
+    inputs are cast to float32, the body runs in float32, and its half outputs are rounded once at
+    the end. That is how a kernel computes such an op (onnxruntime's fused Attention, LayerNorm, ...
+    accumulate in float32) and what the ONNX reference computes for the op itself; a body in half
+    precision would round after every step (e.g. Attention's QK^T before its Softmax) and drift by
+    an ulp or more from the op's result. Returns (the call on float32 values, its input types, the
+    input casts, the output casts)."""
+    call = NodeProto()
+    call.CopyFrom(node)
+    if any(name and types.get(name) is None for name in node.output):
+        return node, in_types, [], []  # an output of unknown type: keep the body as it is
+    casts_in: list[NodeProto] = []
+    new_types = []
+    for i, (name, t) in enumerate(zip(node.input, in_types)):
+        if not _is_half(t):
+            new_types.append(t)
+            continue
+        wide = f"{prefix}widen{i}"
+        casts_in.append(onnx.helper.make_node("Cast", [name], [wide], name=f"{prefix}Cast_in{i}",
+                                              to=onnx.TensorProto.FLOAT))
+        call.input[i] = wide
+        w = onnx.TypeProto()
+        w.CopyFrom(t)
+        w.tensor_type.elem_type = onnx.TensorProto.FLOAT
+        new_types.append(w)
+    casts_out: list[NodeProto] = []
+    for j, name in enumerate(node.output):
+        t = types.get(name) if name else None
+        if not _is_half(t):
+            continue
+        wide = f"{prefix}wide_out{j}"
+        call.output[j] = wide
+        casts_out.append(onnx.helper.make_node("Cast", [wide], [name], name=f"{prefix}Cast_out{j}",
+                                               to=t.tensor_type.elem_type))
+    return call, new_types, casts_in, casts_out
 
 
 def _value_types(model: onnx.ModelProto, items, infer) -> dict[str, onnx.TypeProto]:

@@ -29,6 +29,8 @@ FIXED = [
     "test_batchnorm_example_training_mode",
     "test_reshape_allowzero_reordered",
     "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+    # a float16 function op is expanded in float32 and rounded once (frontend/_onnx_functions.py)
+    "test_causal_conv_with_state_silu_fp16",
 ]
 
 
