@@ -3,9 +3,10 @@
 Imported for its effect by dialects/graph.py, so every tool and API that parses minimlir IR has it.
 Each fix names the symptom; drop it when the pin moves to a release that fixes it.
 
-- Hex float literals in dense attributes: xDSL prints non-finite floats as bit patterns
-  (`dense<0xFF800000> : tensor<f32>` for -inf) but parses them back as the *integer* 4286578688
-  converted to float. MLIR reads a hex literal of a float element type as the bit pattern.
+- Hex float literals in dense attributes (fixed in _xdsl_compat_dense, which every Context
+  imports): xDSL prints non-finite floats as bit patterns (`dense<0xFF800000> : tensor<f32>` for
+  -inf) but parses them back as the *integer* 4286578688 converted to float. MLIR reads a hex
+  literal of a float element type as the bit pattern.
 - Vector comparisons and selects: `arith.cmpi`/`arith.cmpf` on `vector<8xf32>` must give
   `vector<8xi1>` and `arith.select` must take a `vector<8xi1>` condition (MLIR's arith does both;
   loop-lower-vectors emits them). xDSL declares the result and the condition as a scalar i1, so
@@ -17,10 +18,8 @@ Each fix names the symptom; drop it when the pin moves to a release that fixes i
 
 from __future__ import annotations
 
-import struct
-
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, IntegerType, VectorType, i1
+from xdsl.dialects.builtin import IntegerType, VectorType, i1
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     AnyAttr,
@@ -30,29 +29,7 @@ from xdsl.irdl import (
     ParamAttrConstraint,
     ResultDef,
 )
-from xdsl.parser.attribute_parser import AttrParser
-
-_Element = AttrParser._TensorLiteralElement
-_original_to_type = _Element.to_type
-_FORMATS = {16: ("<H", "<e"), 32: ("<I", "<f"), 64: ("<Q", "<d")}
-
-
-def _to_type(self, parser, type):
-    if (
-        isinstance(type, AnyFloat)
-        and isinstance(self.value, int)
-        and not isinstance(self.value, bool)
-        and not self.is_negative
-        and self.span.text.lower().startswith("0x")
-        and type.bitwidth in _FORMATS
-    ):
-        int_fmt, float_fmt = _FORMATS[type.bitwidth]
-        return struct.unpack(float_fmt, struct.pack(int_fmt, self.value))[0]
-    return _original_to_type(self, parser, type)
-
-
-if getattr(_Element.to_type, "__name__", "") != "_to_type":
-    _Element.to_type = _to_type
+import minimlir.dialects._xdsl_compat_dense  # noqa: F401  (hex float literals; see that file)
 
 
 # --- vector comparisons and selects -------------------------------------------------------------

@@ -50,6 +50,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ from minimlir.compiler.driver import LowerResult
 from minimlir.compiler.errors import CompileError, InputError
 from minimlir.compiler.parsing import _first_line, parse_module
 from minimlir.compiler.pipelines import checked_pipeline, checks_from_env
-from minimlir.frontend.onnx_import import (  # re-exported: the errors users catch
+from minimlir.frontend._onnx_base import (  # re-exported: the errors users catch (onnx_import's, no onnx needed)
     OnnxImportError,
     UnsupportedModelError,
     numpy_dtype_of,
@@ -95,7 +96,6 @@ from minimlir.compiler.pipelines import PIPELINES
 from minimlir.dialects import graph
 from minimlir.dialects import llvm_ext as _llvm_ext
 from minimlir.frontend import _split_lower as sl
-from minimlir.frontend.onnx_import import import_onnx
 from minimlir.passes._diagnostics import format_location
 
 
@@ -164,14 +164,14 @@ class Loaded:
 def load(model: Any, *, params: Mapping[str, np.ndarray] | str | os.PathLike[str] | None = None,
          ctx: Context | None = None) -> Loaded:
     """Load `model` (ONNX path / ModelProto, `.mlir` path / text) as a module plus params."""
-    import onnx
-
-    if isinstance(model, onnx.ModelProto):
+    if _is_model_proto(model):
         module, weights = import_onnx(model)
         return Loaded(module, dict(weights), (model.graph.name or "<model>") + ".onnx", "onnx")
     if isinstance(model, ModuleOp):
         return Loaded(model, _load_params(params, None, model), "<module>", "mlir")
     if isinstance(model, bytes):
+        import onnx
+
         return load(onnx.load_from_string(model), params=params, ctx=ctx)
     if isinstance(model, str) and _looks_like_mlir_text(model):
         module = parse_mlir(model, "<string>", ctx)
@@ -194,6 +194,18 @@ def load(model: Any, *, params: Mapping[str, np.ndarray] | str | os.PathLike[str
         raise CompileError(f"{path}: error: not a text file (invalid UTF-8 at byte {e.start})") from None
     module = parse_mlir(text, str(path), ctx)
     return Loaded(module, _load_params(params, path.parent, module), str(path), "mlir", text)
+
+
+def import_onnx(model: Any, **kwargs: Any):
+    """minimlir.frontend.onnx_import.import_onnx, imported (with onnx) when a model is ONNX."""
+    from minimlir.frontend.onnx_import import import_onnx
+
+    return import_onnx(model, **kwargs)
+
+
+def _is_model_proto(model: Any) -> bool:
+    onnx = sys.modules.get("onnx")  # not imported yet: then `model` cannot be one of its protos
+    return onnx is not None and isinstance(model, onnx.ModelProto)
 
 
 def _is_protobuf(path: Path) -> bool:
@@ -740,9 +752,7 @@ def _model_identity(model: Any) -> list[str] | None:
     """What names the model's content, or None when it cannot be keyed cheaply (then no cache)."""
     import hashlib
 
-    import onnx
-
-    if isinstance(model, onnx.ModelProto):
+    if _is_model_proto(model):
         try:
             data = model.SerializeToString(deterministic=True)
         except Exception:  # e.g. a proto over protobuf's 2 GiB limit

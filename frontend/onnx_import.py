@@ -76,16 +76,19 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     NameLoc,
-    Signedness,
     StringAttr,
     TensorType,
-    f16,
-    f32,
-    f64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from minimlir.compiler.errors import MinimlirError
+from minimlir.frontend._onnx_base import (  # noqa: F401 (re-exported: defined without onnx, for the api)
+    DTYPES_BY_NAME,
+    OnnxImportError,
+    Problem,
+    Unsupported,
+    UnsupportedModelError,
+    numpy_dtype_of,
+)
 
 DYNAMIC = DYNAMIC_INDEX
 """A `?` dim in a shape list (xDSL's DYNAMIC_INDEX, as in `minimlir.dialects.graph`)."""
@@ -96,22 +99,8 @@ FOLD_LIMIT = 64
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
-# ONNX element type -> (NumPy dtype, xDSL element type)
-_DTYPES: dict[int, tuple[np.dtype, Attribute]] = {
-    TensorProto.FLOAT: (np.dtype(np.float32), f32),
-    TensorProto.FLOAT16: (np.dtype(np.float16), f16),
-    TensorProto.DOUBLE: (np.dtype(np.float64), f64),
-    TensorProto.INT64: (np.dtype(np.int64), IntegerType(64)),
-    TensorProto.INT32: (np.dtype(np.int32), IntegerType(32)),
-    TensorProto.INT16: (np.dtype(np.int16), IntegerType(16)),
-    TensorProto.INT8: (np.dtype(np.int8), IntegerType(8)),
-    TensorProto.BOOL: (np.dtype(np.bool_), IntegerType(1)),
-    # unsigned integers (uint8 images): `ui8` ... in the IR, unsigned compare/divide/extend in kernels
-    TensorProto.UINT8: (np.dtype(np.uint8), IntegerType(8, Signedness.UNSIGNED)),
-    TensorProto.UINT16: (np.dtype(np.uint16), IntegerType(16, Signedness.UNSIGNED)),
-    TensorProto.UINT32: (np.dtype(np.uint32), IntegerType(32, Signedness.UNSIGNED)),
-    TensorProto.UINT64: (np.dtype(np.uint64), IntegerType(64, Signedness.UNSIGNED)),
-}
+# ONNX element type -> (NumPy dtype, xDSL element type): the table is in _onnx_base (no onnx needed)
+_DTYPES: dict[int, tuple[np.dtype, Attribute]] = {getattr(TensorProto, n): v for n, v in DTYPES_BY_NAME.items()}
 _NP_TO_ONNX = {np_dtype: onnx_type for onnx_type, (np_dtype, _) in _DTYPES.items()}
 
 
@@ -127,45 +116,6 @@ def element_type(elem_type: int) -> Attribute:
     if elem_type not in _DTYPES:
         raise Unsupported(f"dtype {onnx_dtype_name(elem_type)}")
     return _DTYPES[elem_type][1]
-
-
-def numpy_dtype_of(elem: Attribute) -> np.dtype:
-    for np_dtype, xdsl_type in _DTYPES.values():
-        if xdsl_type == elem:
-            return np_dtype
-    raise Unsupported(f"element type {elem}")
-
-
-# --------------------------------------------------------------------------------------------
-# Errors
-
-
-class OnnxImportError(MinimlirError):
-    """The model is malformed (missing file, not ONNX, inconsistent shapes): a one-line message."""
-
-
-class Unsupported(Exception):
-    """Raised by an emitter: this node cannot be imported (the message is the reason)."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    op_type: str
-    opset: int
-    node: str
-    reason: str
-
-
-class UnsupportedModelError(MinimlirError):
-    """The model uses ops, attributes or dtypes the importer does not support: all listed in `.problems`."""
-
-    def __init__(self, problems: Sequence[Problem]):
-        self.problems = list(problems)
-        rows = sorted({(p.op_type, p.opset, p.reason) for p in self.problems})
-        lines = [f"  {op} (opset {opset}): {reason}" for op, opset, reason in rows]
-        super().__init__(
-            f"unsupported model: {len(rows)} problem(s)\n" + "\n".join(lines)
-        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,13 +30,16 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from minimlir.runtime import _cpu, _elf
+from minimlir.runtime.errors import InputError as ArgumentError  # minimlir.runtime._native's name of it
+from minimlir.runtime.errors import MinimlirError, NativeError
 
-from minimlir.runtime import _cpu, _elf, _params
-from minimlir.runtime._native import ArgumentError, NativeError, NativeFunction
-from minimlir.runtime.errors import MinimlirError
+if TYPE_CHECKING:  # imported where used: the compiler imports this package's errors, and needs no numpy for them
+    import numpy as np
+
+    from minimlir.runtime import _params
 
 ABI_VERSION = 1
 """The artifact interface this runtime reads (backend/artifact.py ABI_VERSION)."""
@@ -159,6 +162,8 @@ class Model:
         lib.mml_free.restype = None
         self._free = lib.mml_free
         lib.mml_entry_address.restype = ctypes.c_void_p
+        from minimlir.runtime._native import NativeFunction
+
         self._fn = NativeFunction(self, self.entry, fn, lib.mml_entry_address())
         self._threads = ctypes.c_int32.in_dll(lib, "minimlir_num_threads")
         if num_threads is not None:
@@ -215,6 +220,10 @@ class Model:
 
 
 def _map_params(file: Path, pmeta: Mapping[str, Any], verify: bool) -> dict[str, np.ndarray]:
+    import numpy as np
+
+    from minimlir.runtime import _params
+
     if not file.is_file():
         raise ParamsMismatchError(f"{file}: the artifact's params file does not exist (pass params= to load)")
     try:
@@ -241,6 +250,10 @@ def _check_params(label: Any, header: _params.ParamsHeader, pmeta: Mapping[str, 
 
 
 def _embedded_params(lib: ctypes.CDLL, path: Path, pmeta: Mapping[str, Any], verify: bool) -> dict[str, np.ndarray]:
+    import numpy as np
+
+    from minimlir.runtime import _params
+
     size = int(pmeta["nbytes"])
     base = ctypes.addressof(ctypes.c_uint8.in_dll(lib, "minimlir_params"))
     raw = (ctypes.c_uint8 * size).from_address(base)

@@ -47,7 +47,9 @@ from minimlir.compiler.discovery import (  # noqa: F401 (our_dialects, pass_regi
     pass_registry,
     pass_summary,
     passes_defined_in,
+    xdsl_universe,
 )
+from minimlir.compiler.context import register_dialects
 from minimlir.compiler.parsing import LocatingParser, line_col, split_chunks
 from minimlir.compiler.pass_manager import (
     IROptions,
@@ -100,14 +102,15 @@ class MiniOptMain(xDSLOptMain):
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
 
     def register_all_dialects(self):
-        super().register_all_dialects()
-        for dialect in our_dialects():
-            self.ctx.register_dialect(dialect.name, lambda d=dialect: d)
+        register_dialects(self.ctx)  # by name: a dialect's module is imported when the input uses it
 
     def register_all_passes(self):
-        super().register_all_passes()
-        for name, cls in our_passes().items():
-            self.register_pass(name, lambda c=cls: c)
+        for name, factory in pass_registry().items():  # by name: imported when a pipeline names it
+            self.register_pass(name, factory)
+
+    def register_all_targets(self):
+        for name, factory in xdsl_universe().all_targets.items():
+            self.available_targets.setdefault(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         a = arg_parser.add_argument

@@ -369,7 +369,10 @@ def _safe(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from minimlir.frontend.api import CompileError, InputError, OnnxImportError, UnsupportedModelError
-    from minimlir.frontend.compare import CompareError
+
+    def compare_error() -> tuple[type[Exception], ...]:  # only --compare imports it (and onnx)
+        compare = sys.modules.get("minimlir.frontend.compare")
+        return (compare.CompareError,) if compare is not None else ()
 
     try:
         return run(args)
@@ -377,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{str(e).strip().splitlines()[0]}\n")
     except UnsupportedModelError as e:
         sys.stderr.write(f"mini-run: error: {str(e).rstrip()}\n")
-    except (UsageError, InputError, OnnxImportError, CompareError, FileNotFoundError) as e:
+    except (UsageError, InputError, OnnxImportError, *compare_error(), FileNotFoundError) as e:
         sys.stderr.write(f"mini-run: error: {_one_line(e)}\n")
     except KeyboardInterrupt:
         return 130

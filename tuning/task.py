@@ -175,7 +175,7 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
 
 
 def _np_dtype(t) -> str:
-    from minimlir.frontend.onnx_import import numpy_dtype_of
+    from minimlir.frontend._onnx_base import numpy_dtype_of  # no onnx import for a .mlir model
 
     return str(numpy_dtype_of(t))
 
