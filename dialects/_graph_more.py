@@ -195,7 +195,8 @@ class CumSumOp(IRDLOperation):
 
 def _unary(cls_name: str, op_name: str, doc: str, math_op=None, onnx: str | None = None):
     """A plain unary graph op: `math_op` lowers each element, `onnx` names the ONNX op it imports
-    from (_UnaryOp.MATH_OP / ONNX). Adding a unary op is this one line plus its tests."""
+    from (_UnaryOp.MATH_OP / ONNX). Adding a unary op is this one line plus its tests: the graph
+    dialect takes every unary op class of this package, listed or not."""
     cls = type(cls_name, (_UnaryOp,), {"__doc__": doc, "name": op_name, "__module__": __name__,
                                        "__qualname__": cls_name, "MATH_OP": math_op, "ONNX": onnx,
                                        "__annotations__": {"MATH_OP": ClassVar, "ONNX": ClassVar}})

@@ -2443,9 +2443,7 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     TopKOp,  # noqa: F401  (graph.TopKOp)
 )
 
-Graph = Dialect(
-    "graph",
-    [
+_LISTED_OPS = [
         ParamOp, ConstantOp,
         AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp,
         EqOp, LtOp, LeOp, GtOp, GeOp,
@@ -2460,6 +2458,14 @@ Graph = Dialect(
         CallKernelOp,
         *MORE_OPS,
         *COVERAGE_OPS,
+]
+
+Graph = Dialect(
+    "graph",
+    [
+        *_LISTED_OPS,
+        # a unary op needs no entry in a list: every `_UnaryOp` class of this package is in the dialect
+        *[c for c in unary_op_classes() if c not in _LISTED_OPS and c.__module__.startswith("minimlir.dialects.")],
     ],
     [],
 )
