@@ -17,13 +17,10 @@ from __future__ import annotations
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
-from typing import ClassVar
 
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    VarConstraint,
-    base,
     irdl_op_definition,
     operand_def,
     prop_def,
@@ -34,6 +31,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from minimlir.dialects._fusion import FusionKind
+from minimlir.dialects._graph_more import _CumulativeOp
 from minimlir.dialects.graph import (
     _check_axis,
     _check_same_element_type,
@@ -202,35 +200,13 @@ class TopKOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CumProdOp(IRDLOperation):
+class CumProdOp(_CumulativeOp):
     """Running product along `axis` (ONNX CumProd).
 
     y[.., i, ..] = product of x[.., j, ..] for j <= i (j < i when exclusive; j >= i / j > i when
     reverse); same attributes as graph.cumsum."""
 
     name = "graph.cumprod"
-
-    T: ClassVar = VarConstraint("T", base(TensorType))
-    input = operand_def(T)
-    result = result_def(T)
-    axis = prop_def(IntegerAttr[_I64])
-    exclusive = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
-    reverse = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
-
-    irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(Pure(), FusionKind.OPAQUE)
-    assembly_format = "$input `axis` $axis attr-dict `:` type($result)"
-
-    def __init__(self, input: SSAValue, axis: int, exclusive: bool = False, reverse: bool = False):
-        axis = _normalize_axis(axis, len(_shape(input)))
-        super().__init__(operands=[input], result_types=[input.type],
-                         properties={"axis": _i64(axis), "exclusive": _bool(exclusive), "reverse": _bool(reverse)})
-
-    def verify_(self) -> None:
-        _check_valid_shape(self)
-        if _elt(self.input) == IntegerType(1):
-            raise VerifyException("cumprod of i1 (bool) is not defined")
-        _check_axis(self.axis.value.data, len(_shape(self.input)))
 
 
 @irdl_op_definition

@@ -10,6 +10,7 @@ merges stay clean.
 
 from __future__ import annotations
 
+from abc import ABC
 from typing import ClassVar
 
 from xdsl.dialects import math
@@ -154,13 +155,11 @@ class GatherNDOp(IRDLOperation):
         _check_result_shape(gather_nd_result_shape(_shape(self.data), _shape(self.indices), bd), self.result)
 
 
-@irdl_op_definition
-class CumSumOp(IRDLOperation):
-    """Running sum along `axis` (ONNX CumSum).
+class _CumulativeOp(IRDLOperation, ABC):
+    """Shared base of the running reductions along `axis` (graph.cumsum, graph.cumprod): the
+    result has the input's type; `exclusive` leaves element i out, `reverse` runs from the end.
 
-    y[.., i, ..] = sum of x[.., j, ..] for j <= i (j < i when exclusive; j >= i / j > i when reverse)."""
-
-    name = "graph.cumsum"
+        %y = graph.cumsum %x axis 1 {exclusive = false, reverse = true} : tensor<?x8xf32>"""
 
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
@@ -185,8 +184,17 @@ class CumSumOp(IRDLOperation):
         _check_valid_shape(self)
         t = _elt(self.input)
         if t == IntegerType(1):
-            raise VerifyException("cumsum of i1 (bool) is not defined")
+            raise VerifyException(f"{self.name.split('.', 1)[1]} of i1 (bool) is not defined")
         _check_axis(self.axis.value.data, len(_shape(self.input)))
+
+
+@irdl_op_definition
+class CumSumOp(_CumulativeOp):
+    """Running sum along `axis` (ONNX CumSum).
+
+    y[.., i, ..] = sum of x[.., j, ..] for j <= i (j < i when exclusive; j >= i / j > i when reverse)."""
+
+    name = "graph.cumsum"
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,7 +203,8 @@ class CumSumOp(IRDLOperation):
 
 def _unary(cls_name: str, op_name: str, doc: str, math_op=None, onnx: str | None = None):
     """A plain unary graph op: `math_op` lowers each element, `onnx` names the ONNX op it imports
-    from (_UnaryOp.MATH_OP / ONNX). Adding a unary op is this one line plus its tests."""
+    from (_UnaryOp.MATH_OP / ONNX). Adding a unary op is this one line plus its tests: the graph
+    dialect takes every unary op class of this package, listed or not."""
     cls = type(cls_name, (_UnaryOp,), {"__doc__": doc, "name": op_name, "__module__": __name__,
                                        "__qualname__": cls_name, "MATH_OP": math_op, "ONNX": onnx,
                                        "__annotations__": {"MATH_OP": ClassVar, "ONNX": ClassVar}})

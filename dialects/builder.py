@@ -20,6 +20,11 @@ An operand is an `Index`: an SSA value or a Python int. A fold returns an int wh
 operand is a known constant (so chains of folds emit nothing), and the surviving value for an
 identity (`x + 0`, `x * 1`, `x - 0`, `x / 1`, `min(x, x)`, `x * 0 -> 0`, `select(true, a, b)`).
 
+`ElementBuilder` adds element arithmetic on scalars and vectors of any float or integer type
+(`add`, `max`, `cmp`, `const`, `cast`, …: the float or integer `arith` op from the operand type):
+what the element functions of graph ops are written with (minimlir.dialects.elementfn,
+`_UnaryOp.element`); the kernel `Emitter` is one.
+
 Block helpers (`if_then`, `counted_loop`) split the current block at the insertion point and
 build the CFG the lowering docstrings draw; the subclass picks the branch ops (`cf.*` here,
 `llvm.*` in `LLVMBuilder`).
@@ -29,8 +34,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith, cf, llvm
-from xdsl.dialects.builtin import IndexType, IntegerAttr, i1, i64
+from xdsl.dialects import arith, cf, llvm, math
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    VectorType,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
@@ -404,3 +419,142 @@ class LLVMBuilder(Builder):
     def make_cond_br(self, cond: SSAValue, then: Block, else_: Block, then_args=(), else_args=()) -> Operation:
         return llvm.CondBrOp(cond, then, list(then_args), else_, list(else_args))
 
+
+# ----------------------------------------------------------------------------------------------
+# element arithmetic: scalar (or vector) values of any float / integer type, for the element
+# functions of graph ops (minimlir.dialects.elementfn, `_UnaryOp.element`) and the kernels
+
+
+def element_type(t: Attribute) -> Attribute:
+    """The scalar type of a scalar or vector type."""
+    return t.element_type if isinstance(t, VectorType) else t
+
+
+def is_unsigned(t: Attribute) -> bool:
+    """An unsigned integer element type (ui8 ... ui64: ONNX uint8 ... uint64)."""
+    t = element_type(t)
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(element_type(t), AnyFloat)
+
+
+class ElementBuilder(Builder):
+    """The builder with element arithmetic: `b.add`, `b.max`, `b.cmp`, `b.const`, `b.cast`, … pick the
+    float or integer `arith` op (signed, or unsigned for ui8 ... ui64) from the operand type; math ops
+    through `b.emit(math.XOp(v))` or `b.math(math.XOp, v)`. Element constants are emitted in place
+    (they may live inside a loop); the index arithmetic is `Builder`'s. The kernel builder's `Emitter`
+    (passes/loop/_kernel_builder.py) is one, with loads and stores."""
+
+    def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.AndIOp(a, b))
+
+    # -- element arithmetic ----------------------------------------------------------------
+
+    def const(self, value: float | int | bool, t: Attribute) -> SSAValue:
+        """A scalar constant of type `t` (emitted here, so it may live inside a loop)."""
+        if isinstance(t, AnyFloat):
+            return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))
+        assert isinstance(t, IntegerType | IndexType), t
+        if is_unsigned(t):  # arith.constant is signless: the same bits, then bitcast to ui<w>
+            w = t.width.data
+            bits = int(value) % (1 << w)
+            signless = IntegerType(w)
+            c = self.emit(arith.ConstantOp(IntegerAttr(bits - (1 << w) if bits >= 1 << (w - 1) else bits, signless)))
+            return self.emit(arith.BitcastOp(c, t))
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), t)))
+
+    def _bin(self, fop: type[Operation], iop: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit((fop if is_float(a.type) else iop)(a, b))  # type: ignore[call-arg]
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._bin(arith.AddfOp, arith.AddiOp, a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._bin(arith.SubfOp, arith.SubiOp, a, b)
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._bin(arith.MulfOp, arith.MuliOp, a, b)
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._bin(arith.DivfOp, arith.DivUIOp if is_unsigned(a.type) else arith.DivSIOp, a, b)
+
+    def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """NaN-propagating maximum for floats (ONNX/NumPy semantics), signed max for ints
+        (unsigned for ui8 ... ui64)."""
+        return self._bin(arith.MaximumfOp, arith.MaxUIOp if is_unsigned(a.type) else arith.MaxSIOp, a, b)
+
+    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._bin(arith.MinimumfOp, arith.MinUIOp if is_unsigned(a.type) else arith.MinSIOp, a, b)
+
+    def neg(self, a: SSAValue) -> SSAValue:
+        if is_float(a.type):
+            return self.emit(arith.NegfOp(a))
+        return self.sub(self.const(0, a.type), a)
+
+    def cmp(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """pred in eq/ne/lt/le/gt/ge: ordered float compare, signed integer compare (i1: unsigned)."""
+        if is_float(a.type):
+            return self.emit(arith.CmpfOp(a, b, "o" + pred if pred != "ne" else "une"))
+        t = element_type(a.type)
+        sign = "u" if isinstance(t, IntegerType) and (t.width.data == 1 or is_unsigned(t)) else "s"  # false < true
+        ipred = pred if pred in ("eq", "ne") else sign + pred
+        return self.emit(arith.CmpiOp(a, b, ipred))
+
+    def math(self, op_cls: type[Operation], a: SSAValue) -> SSAValue:
+        """A unary math-dialect op, e.g. `b.math(math.ExpOp, v)`."""
+        return self.emit(op_cls(a))  # type: ignore[call-arg]
+
+    def exp(self, a: SSAValue) -> SSAValue:
+        return self.emit(math.ExpOp(a))
+
+    def log(self, a: SSAValue) -> SSAValue:
+        return self.emit(math.LogOp(a))
+
+    def sqrt(self, a: SSAValue) -> SSAValue:
+        return self.emit(math.SqrtOp(a))
+
+    def cast(self, v: SSAValue, to: Attribute) -> SSAValue:
+        """Numeric conversion between float, integer (signed; i1 as bool) and index types."""
+        src = v.type
+        if src == to:
+            return v
+        if isinstance(src, IntegerType) and isinstance(to, IntegerType) and src.width == to.width:
+            if to.width.data == 1 or src.signedness == to.signedness:
+                return v
+            return self.emit(arith.BitcastOp(v, to))  # i8 <-> ui8: the same bits
+        if is_unsigned(src) and isinstance(to, IndexType):
+            if src.width.data < 64:
+                v = self.emit(arith.ExtUIOp(v, IntegerType(64)))
+            return self.emit(arith.IndexCastOp(v, to))
+        if isinstance(src, IndexType) or isinstance(to, IndexType):
+            if isinstance(src, IndexType) and isinstance(to, AnyFloat):
+                v = self.emit(arith.IndexCastOp(v, IntegerType(64)))
+                return self.emit(arith.SIToFPOp(v, to))
+            if isinstance(to, IndexType) and isinstance(src, AnyFloat):
+                v = self.emit(arith.FPToSIOp(v, IntegerType(64)))
+                src = v.type
+            return self.emit(arith.IndexCastOp(v, to))
+        if isinstance(src, AnyFloat) and isinstance(to, AnyFloat):
+            if src.bitwidth < to.bitwidth:
+                return self.emit(arith.ExtFOp(v, to))
+            return self.emit(arith.TruncFOp(v, to))
+        if isinstance(src, IntegerType) and isinstance(to, AnyFloat):
+            if src.width.data == 1 or is_unsigned(src):
+                return self.emit(arith.UIToFPOp(v, to))
+            return self.emit(arith.SIToFPOp(v, to))
+        if isinstance(src, AnyFloat) and isinstance(to, IntegerType):
+            if to.width.data == 1:  # bool(x): x != 0
+                return self.emit(arith.CmpfOp(v, self.const(0.0, src), "une"))
+            if is_unsigned(to):
+                return self.emit(arith.FPToUIOp(v, to))
+            return self.emit(arith.FPToSIOp(v, to))
+        assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
+        if to.width.data == 1:
+            return self.emit(arith.CmpiOp(v, self.const(0, src), "ne"))
+        if src.width.data < to.width.data:
+            if src.width.data == 1 or is_unsigned(src):
+                return self.emit(arith.ExtUIOp(v, to))
+            return self.emit(arith.ExtSIOp(v, to))
+        return self.emit(arith.TruncIOp(v, to))

@@ -73,7 +73,9 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 import minimlir.dialects._xdsl_compat  # noqa: F401  (parser fixes for the pinned xDSL)
+from minimlir.dialects import elementfn as _ef
 from minimlir.dialects._fusion import FusionKind, OpPattern
+from minimlir.dialects.builder import ElementBuilder
 
 DYNAMIC = DYNAMIC_INDEX
 """The value of a `?` dim in a shape (xDSL's DYNAMIC_INDEX)."""
@@ -568,15 +570,19 @@ class _BinaryOp(IRDLOperation, ABC):
             printer.print_attribute(self.result.type)
 
 
-def _check_element_kind(t: Attribute, kind: str, what: str) -> None:
-    ok = {
+def element_kind_ok(t: Attribute, kind: str) -> bool:
+    """Whether element type `t` is of `kind`: "numeric", "float", "int", "bool" (i1) or "any"."""
+    return {
         "numeric": _is_float(t) or _is_int(t),
         "float": _is_float(t),
         "int": _is_int(t),
         "bool": t == i1,
         "any": True,
     }[kind]
-    if not ok:
+
+
+def _check_element_kind(t: Attribute, kind: str, what: str) -> None:
+    if not element_kind_ok(t, kind):
         expected = {"numeric": "an integer or float", "float": "a float", "int": "an integer",
                     "bool": "i1"}[kind]
         raise VerifyException(f"{what} element type must be {expected} type, got {t}")
@@ -733,22 +739,53 @@ class _UnaryOp(IRDLOperation, ABC):
     assembly_format = "$input attr-dict `:` type($result)"
 
     ELEMENT_KIND: ClassVar[str] = "float"
-    # What the rest of the compiler needs to know about a plain unary op, declared here so that a
-    # new one is one class (see dialects/_graph_more.py `_unary` and docs/architecture.md):
+    """The input element types it takes ("float", "numeric", "bool"): verified, and the ONNX importer
+    refuses others with a reason ("Sigmoid of i32")."""
+    # What the rest of the compiler needs to know about a unary op, declared here so that a new
+    # one is one class (see dialects/_graph_more.py `_unary` and docs/architecture.md). Its fusion
+    # kind is the ELEMWISE trait above; graph-legalize builds `y[i] = element(x[i])`
+    # (passes/graph/legalize/unary.py); the ONNX import follows from ONNX / ONNX_ATTRS / NUMPY_FOLD
+    # (frontend/_onnx_unary.py).
     ONNX: ClassVar[str | None] = None
-    """The ONNX op type it imports from, `Op(x) -> y` with no attributes (frontend/_onnx_unary.py)."""
+    """The ONNX op type it imports from, `Op(x) -> y`; None: not imported, or by a hand-written
+    importer (graph.clip, graph.gelu: frontend/_onnx_ops.py says why)."""
+    ONNX_ATTRS: ClassVar[dict[str, float]] = {}
+    """The ONNX op's float attributes with their ONNX defaults, `{"alpha": 0.01}`: the importer
+    passes each to the constructor as the keyword of the same name (the op's property)."""
+    NUMPY_FOLD: ClassVar[str | None] = None
+    """The NumPy function, by name (`"negative"`: np.negative), that computes the op exactly: the
+    importer folds the op with it on small constant inputs (shape arithmetic such as
+    LayerNormalization's `ConstantOfShape(Neg(axis))` needs the value at import time)."""
     MATH_OP: ClassVar[type[IRDLOperation] | None] = None
-    """Its element function as one op of xDSL's math dialect: graph-legalize then lowers it to
-    `y[i] = MATH_OP(x[i])` (passes/graph/legalize/unary.py); None: a legalization of its own."""
+    """Its element function as one op of xDSL's math dialect (the default `element`)."""
 
     def __init__(self, input: SSAValue, properties: dict[str, Attribute] | None = None):
         super().__init__(
             operands=[input], result_types=[input.type], properties=properties or {}
         )
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        """One element of the result, built with `b` from the input element `x` (a scalar of the
+        input's element type): `MATH_OP(x)` by default; an op whose element function is more than
+        one math op overrides this with the functions of minimlir.dialects.elementfn."""
+        if self.MATH_OP is None:
+            raise NotImplementedError(f"{self.name} declares no element function (MATH_OP or element)")
+        return b.emit(self.MATH_OP(x))  # type: ignore[call-arg]
+
     def verify_(self) -> None:
         _check_valid_shape(self)
         _check_element_kind(_elt(self.input), self.ELEMENT_KIND, "input")
+
+
+def unary_op_classes() -> list[type[_UnaryOp]]:
+    """Every unary graph op class: the subclasses of `_UnaryOp` at any depth, wherever they are
+    defined (graph-legalize and the ONNX importer derive what they do for each from the class)."""
+    out, todo = [], list(_UnaryOp.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        out.append(cls)
+    return out
 
 
 @irdl_op_definition
@@ -756,7 +793,11 @@ class ReluOp(_UnaryOp):
     """Elementwise max(x, 0)."""
 
     name = "graph.relu"
+    ONNX: ClassVar = "Relu"
     ELEMENT_KIND: ClassVar[str] = "numeric"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.relu(b, x)
 
 
 @irdl_op_definition
@@ -764,6 +805,10 @@ class SigmoidOp(_UnaryOp):
     """Elementwise 1 / (1 + exp(-x))."""
 
     name = "graph.sigmoid"
+    ONNX: ClassVar = "Sigmoid"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.sigmoid(b, x)
 
 
 @irdl_op_definition
@@ -771,6 +816,7 @@ class TanhOp(_UnaryOp):
     """Elementwise tanh(x)."""
 
     name = "graph.tanh"
+    ONNX: ClassVar = "Tanh"
     MATH_OP: ClassVar = _math.TanhOp
 
 
@@ -779,6 +825,7 @@ class ExpOp(_UnaryOp):
     """Elementwise exp(x)."""
 
     name = "graph.exp"
+    ONNX: ClassVar = "Exp"
     MATH_OP: ClassVar = _math.ExpOp
 
 
@@ -787,6 +834,7 @@ class LogOp(_UnaryOp):
     """Elementwise natural log(x)."""
 
     name = "graph.log"
+    ONNX: ClassVar = "Log"
     MATH_OP: ClassVar = _math.LogOp
 
 
@@ -795,6 +843,7 @@ class SqrtOp(_UnaryOp):
     """Elementwise sqrt(x)."""
 
     name = "graph.sqrt"
+    ONNX: ClassVar = "Sqrt"
     MATH_OP: ClassVar = _math.SqrtOp
 
 
@@ -811,6 +860,7 @@ class ErfOp(_UnaryOp):
     """Elementwise error function erf(x)."""
 
     name = "graph.erf"
+    ONNX: ClassVar = "Erf"
     MATH_OP: ClassVar = _math.ErfOp
 
 
@@ -819,7 +869,12 @@ class NegOp(_UnaryOp):
     """Elementwise -x."""
 
     name = "graph.neg"
+    ONNX: ClassVar = "Neg"
+    NUMPY_FOLD: ClassVar = "negative"
     ELEMENT_KIND: ClassVar[str] = "numeric"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return b.neg(x)
 
 
 @irdl_op_definition
@@ -827,7 +882,12 @@ class AbsOp(_UnaryOp):
     """Elementwise |x|."""
 
     name = "graph.abs"
+    ONNX: ClassVar = "Abs"
+    NUMPY_FOLD: ClassVar = "abs"
     ELEMENT_KIND: ClassVar[str] = "numeric"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.abs_(b, x)
 
 
 @irdl_op_definition
@@ -835,6 +895,8 @@ class FloorOp(_UnaryOp):
     """Elementwise floor(x)."""
 
     name = "graph.floor"
+    ONNX: ClassVar = "Floor"
+    NUMPY_FOLD: ClassVar = "floor"
     MATH_OP: ClassVar = _math.FloorOp
 
 
@@ -843,6 +905,8 @@ class CeilOp(_UnaryOp):
     """Elementwise ceil(x)."""
 
     name = "graph.ceil"
+    ONNX: ClassVar = "Ceil"
+    NUMPY_FOLD: ClassVar = "ceil"
     MATH_OP: ClassVar = _math.CeilOp
 
 
@@ -851,7 +915,12 @@ class SignOp(_UnaryOp):
     """Elementwise sign(x) in {-1, 0, 1}."""
 
     name = "graph.sign"
+    ONNX: ClassVar = "Sign"
+    NUMPY_FOLD: ClassVar = "sign"
     ELEMENT_KIND: ClassVar[str] = "numeric"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.sign(b, x)
 
 
 @irdl_op_definition
@@ -859,6 +928,10 @@ class ReciprocalOp(_UnaryOp):
     """Elementwise 1 / x."""
 
     name = "graph.reciprocal"
+    ONNX: ClassVar = "Reciprocal"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.reciprocal(b, x)
 
 
 @irdl_op_definition
@@ -866,7 +939,12 @@ class NotOp(_UnaryOp):
     """Elementwise logical not of an i1 tensor."""
 
     name = "graph.not"
+    ONNX: ClassVar = "Not"
+    NUMPY_FOLD: ClassVar = "logical_not"
     ELEMENT_KIND: ClassVar[str] = "bool"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.logical_not(b, x)
 
 
 @irdl_op_definition
@@ -874,6 +952,10 @@ class SoftplusOp(_UnaryOp):
     """Elementwise log(1 + exp(x))."""
 
     name = "graph.softplus"
+    ONNX: ClassVar = "Softplus"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.softplus(b, x)
 
 
 @irdl_op_definition
@@ -881,6 +963,10 @@ class HardSwishOp(_UnaryOp):
     """Elementwise x * relu6(x + 3) / 6."""
 
     name = "graph.hard_swish"
+    ONNX: ClassVar = "HardSwish"
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.hard_swish(b, x)
 
 
 @irdl_op_definition
@@ -888,6 +974,8 @@ class GeluOp(_UnaryOp):
     """Elementwise GELU, exact (`approximate "none"`, default) or tanh-approximated."""
 
     name = "graph.gelu"
+    # imported by hand (frontend/_onnx_ops.py emit_gelu): ONNX's `approximate` is a string, checked
+    # before import so that an unknown one is refused with the others' reasons
 
     approximate = prop_def(StringAttr, default_value=StringAttr("none"))
     assembly_format = "$input (`approximate` $approximate^)? attr-dict `:` type($result)"
@@ -902,12 +990,17 @@ class GeluOp(_UnaryOp):
                 f"approximate must be \"none\" or \"tanh\", got \"{self.approximate.data}\""
             )
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.gelu(b, x, self.approximate.data)
+
 
 @irdl_op_definition
 class ClipOp(_UnaryOp):
     """Elementwise clamp to [min, max]; a missing bound is unbounded: `graph.clip %x min 0.0 max 6.0`."""
 
     name = "graph.clip"
+    # imported by hand (frontend/_onnx_ops.py emit_clip): ONNX's min/max are inputs since opset 11,
+    # possibly computed at run time (then graph.max / graph.min), and integer x uses those too
     ELEMENT_KIND: ClassVar[str] = "numeric"
 
     min = opt_prop_def(FloatAttr[Float64Type])
@@ -929,12 +1022,19 @@ class ClipOp(_UnaryOp):
                 f"min ({self.min.value.data}) must not be greater than max ({self.max.value.data})"
             )
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        lo = self.min.value.data if self.min is not None else None
+        hi = self.max.value.data if self.max is not None else None
+        return _ef.clamp(b, x, lo, hi)
+
 
 @irdl_op_definition
 class LeakyReluOp(_UnaryOp):
     """Elementwise x if x >= 0 else alpha * x."""
 
     name = "graph.leaky_relu"
+    ONNX: ClassVar = "LeakyRelu"
+    ONNX_ATTRS: ClassVar = {"alpha": 0.01}
 
     alpha = prop_def(FloatAttr[Float64Type])
     assembly_format = "$input `alpha` $alpha attr-dict `:` type($result)"
@@ -942,12 +1042,17 @@ class LeakyReluOp(_UnaryOp):
     def __init__(self, input: SSAValue, alpha: float = 0.01):
         super().__init__(input, {"alpha": _f64(alpha)})
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.leaky_relu(b, x, self.alpha.value.data)
+
 
 @irdl_op_definition
 class EluOp(_UnaryOp):
     """Elementwise x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "graph.elu"
+    ONNX: ClassVar = "Elu"
+    ONNX_ATTRS: ClassVar = {"alpha": 1.0}
 
     alpha = prop_def(FloatAttr[Float64Type])
     assembly_format = "$input `alpha` $alpha attr-dict `:` type($result)"
@@ -955,12 +1060,17 @@ class EluOp(_UnaryOp):
     def __init__(self, input: SSAValue, alpha: float = 1.0):
         super().__init__(input, {"alpha": _f64(alpha)})
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.elu(b, x, self.alpha.value.data)
+
 
 @irdl_op_definition
 class SeluOp(_UnaryOp):
     """Elementwise gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
 
     name = "graph.selu"
+    ONNX: ClassVar = "Selu"
+    ONNX_ATTRS: ClassVar = {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}
 
     alpha = prop_def(FloatAttr[Float64Type])
     gamma = prop_def(FloatAttr[Float64Type])
@@ -970,12 +1080,17 @@ class SeluOp(_UnaryOp):
                  gamma: float = 1.0507009873554805):
         super().__init__(input, {"alpha": _f64(alpha), "gamma": _f64(gamma)})
 
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.selu(b, x, self.alpha.value.data, self.gamma.value.data)
+
 
 @irdl_op_definition
 class HardSigmoidOp(_UnaryOp):
     """Elementwise max(0, min(1, alpha * x + beta))."""
 
     name = "graph.hard_sigmoid"
+    ONNX: ClassVar = "HardSigmoid"
+    ONNX_ATTRS: ClassVar = {"alpha": 0.2, "beta": 0.5}
 
     alpha = prop_def(FloatAttr[Float64Type])
     beta = prop_def(FloatAttr[Float64Type])
@@ -983,6 +1098,9 @@ class HardSigmoidOp(_UnaryOp):
 
     def __init__(self, input: SSAValue, alpha: float = 0.2, beta: float = 0.5):
         super().__init__(input, {"alpha": _f64(alpha), "beta": _f64(beta)})
+
+    def element(self, b: ElementBuilder, x: SSAValue) -> SSAValue:
+        return _ef.hard_sigmoid(b, x, self.alpha.value.data, self.beta.value.data)
 
 
 # ===========================================================================
@@ -2325,9 +2443,7 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     TopKOp,  # noqa: F401  (graph.TopKOp)
 )
 
-Graph = Dialect(
-    "graph",
-    [
+_LISTED_OPS = [
         ParamOp, ConstantOp,
         AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp,
         EqOp, LtOp, LeOp, GtOp, GeOp,
@@ -2342,6 +2458,14 @@ Graph = Dialect(
         CallKernelOp,
         *MORE_OPS,
         *COVERAGE_OPS,
+]
+
+Graph = Dialect(
+    "graph",
+    [
+        *_LISTED_OPS,
+        # a unary op needs no entry in a list: every `_UnaryOp` class of this package is in the dialect
+        *[c for c in unary_op_classes() if c not in _LISTED_OPS and c.__module__.startswith("minimlir.dialects.")],
     ],
     [],
 )

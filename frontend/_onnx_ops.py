@@ -141,44 +141,8 @@ def _dense_dims(dims) -> list[int]:
 # elementwise
 
 
-_NP_UNARY_EXACT = {"Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Not": np.logical_not,
-                   "Ceil": np.ceil, "Floor": np.floor}
-"""Unary ops folded on small constants (exact in numpy; shape arithmetic such as
-LayerNormalization's body `ConstantOfShape(Neg(axis))` needs the value at import time)."""
-
-
-def _unary(op_cls, doc: str):
-    def emit(n: NodeView) -> list:
-        v = n.input(0)
-        fold = _NP_UNARY_EXACT.get(n.op_type)
-        if fold is not None and v is not None and v.const is not None and v.const.size <= FOLD_LIMIT:
-            return [n.cx.from_const(np.asarray(fold(v.const)).astype(v.const.dtype))]
-        return [n.cx.emit1(op_cls(_ssa(n, 0)))]
-
-    emit.__doc__ = doc
-    emit.__name__ = f"emit_{op_cls.__name__}"
-    return emit
-
-
-for _t, _cls in {
-    "Abs": graph.AbsOp,
-    "Ceil": graph.CeilOp,
-    "Erf": graph.ErfOp,
-    "Exp": graph.ExpOp,
-    "Floor": graph.FloorOp,
-    "HardSwish": graph.HardSwishOp,
-    "Log": graph.LogOp,
-    "Neg": graph.NegOp,
-    "Not": graph.NotOp,
-    "Reciprocal": graph.ReciprocalOp,
-    "Relu": graph.ReluOp,
-    "Sigmoid": graph.SigmoidOp,
-    "Sign": graph.SignOp,
-    "Softplus": graph.SoftplusOp,
-    "Sqrt": graph.SqrtOp,
-    "Tanh": graph.TanhOp,
-}.items():
-    onnx_op(_t)(_unary(_cls, f"{_t}(x) -> {_cls.name} x"))
+# Unary ops import from what the graph op declares (ONNX, ONNX_ATTRS, NUMPY_FOLD on the class:
+# frontend/_onnx_unary.py); Clip and Gelu below are imported by hand, each says why.
 
 
 _NP_BINARY = {
@@ -320,42 +284,21 @@ def _check_gelu(node, opset):
 
 @onnx_op("Gelu", check=_check_gelu)
 def emit_gelu(n: NodeView) -> list:
-    """Gelu(x, approximate) -> graph.gelu {approximate = "none" | "tanh"}."""
-    return [n.cx.emit1(graph.GeluOp(_ssa(n, 0), approximate=_s(n.attr("approximate", "none"))))]
-
-
-@onnx_op("Elu")
-def emit_elu(n: NodeView) -> list:
-    """Elu(x, alpha=1) -> graph.elu {alpha}."""
-    return [n.cx.emit1(graph.EluOp(_ssa(n, 0), alpha=float(n.attr("alpha", 1.0))))]
-
-
-@onnx_op("LeakyRelu")
-def emit_leaky_relu(n: NodeView) -> list:
-    """LeakyRelu(x, alpha=0.01) -> graph.leaky_relu {alpha}."""
-    return [n.cx.emit1(graph.LeakyReluOp(_ssa(n, 0), alpha=float(n.attr("alpha", 0.01))))]
-
-
-@onnx_op("Selu")
-def emit_selu(n: NodeView) -> list:
-    """Selu(x, alpha, gamma) -> graph.selu {alpha, gamma} (ONNX defaults)."""
-    alpha = float(n.attr("alpha", 1.67326319217681884765625))
-    gamma = float(n.attr("gamma", 1.05070102214813232421875))
-    return [n.cx.emit1(graph.SeluOp(_ssa(n, 0), alpha=alpha, gamma=gamma))]
-
-
-@onnx_op("HardSigmoid")
-def emit_hard_sigmoid(n: NodeView) -> list:
-    """HardSigmoid(x, alpha=0.2, beta=0.5) -> graph.hard_sigmoid {alpha, beta}."""
-    alpha, beta = float(n.attr("alpha", 0.2)), float(n.attr("beta", 0.5))
-    return [n.cx.emit1(graph.HardSigmoidOp(_ssa(n, 0), alpha=alpha, beta=beta))]
+    """Gelu(x, approximate) -> graph.gelu {approximate = "none" | "tanh"}. By hand, not declared on
+    graph.gelu: `approximate` is a string attribute, and an unknown one is refused by the check
+    before import (with every other node's reason)."""
+    x = _ssa(n, 0)
+    if not _is_float(x):
+        raise Unsupported(f"Gelu of {_elem(x)}")
+    return [n.cx.emit1(graph.GeluOp(x, approximate=_s(n.attr("approximate", "none"))))]
 
 
 @onnx_op("Clip")
 def emit_clip(n: NodeView) -> list:
     """Clip(x, min, max) -> graph.clip {min, max} for float x with constant bounds (attributes
     before opset 11, optional inputs from 11); integer x or run-time bounds -> graph.max with the
-    lower bound, then graph.min with the upper one (0-d tensors)."""
+    lower bound, then graph.min with the upper one (0-d tensors). By hand, not declared on
+    graph.clip: the bounds are inputs since opset 11, and the op chosen depends on them."""
     cx = n.cx
     x = _ssa(n, 0)
     if n.opset < 11:

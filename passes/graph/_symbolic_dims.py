@@ -209,7 +209,7 @@ class FunctionDims:
             return
         if not dynamic or op.dialect_name() != "graph":
             return
-        leg = _legalizations().get(type(op))
+        leg = _legalization_of(op)
         exprs: list[S.Expr] = []
         if leg is not None:
             g = SymbolicGraphDims(self, op)
@@ -224,15 +224,15 @@ class FunctionDims:
 _LOADED: list = []
 
 
-def _legalizations() -> dict:
+def _legalization_of(op: Operation):
     if not _LOADED:  # the legalization modules register themselves when imported
         from minimlir.passes.graph.legalize import _load_legalizations
 
         _load_legalizations()
         _LOADED.append(True)
-    from minimlir.passes.graph.legalize._common import LEGALIZATIONS
+    from minimlir.passes.graph.legalize.unary import legalization_of  # (every unary op: its class)
 
-    return LEGALIZATIONS
+    return legalization_of(op)
 
 
 class SymbolicGraphDims(GraphDims):

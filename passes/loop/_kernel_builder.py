@@ -29,46 +29,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    Signedness,
-    StringAttr,
-    VectorType,
-)
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IndexType, MemRefType, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
-from minimlir.dialects.builder import Builder, ConstPool, Index
+from minimlir.dialects.builder import (  # noqa: F401  (element_type, is_float, is_unsigned: re-exported)
+    ConstPool,
+    ElementBuilder,
+    Index,
+    element_type,
+    is_float,
+    is_unsigned,
+)
 
 __all__ = ["Emitter", "Index", "KernelBuilder", "element_type", "is_float", "is_unsigned"]
 
 
-def element_type(t: Attribute) -> Attribute:
-    """The scalar type of a scalar or vector type."""
-    return t.element_type if isinstance(t, VectorType) else t
-
-
-def is_unsigned(t: Attribute) -> bool:
-    """An unsigned integer element type (ui8 ... ui64: ONNX uint8 ... uint64)."""
-    t = element_type(t)
-    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(element_type(t), AnyFloat)
-
-
-class Emitter(Builder):
-    """Emits ops at an insertion point; all element/index arithmetic helpers live here. The
-    index arithmetic (`iadd`, `imul`, `imin`, `icmp`, `affine`, …, folded) is the shared
-    `minimlir.dialects.builder.Builder`'s, with the kernel's entry constants as its pool."""
+class Emitter(ElementBuilder):
+    """Emits ops at an insertion point in a kernel: loads and stores here; the element arithmetic
+    (`add`, `max`, `cmp`, `const`, `cast`, …) is the shared `minimlir.dialects.builder.ElementBuilder`'s
+    and the index arithmetic (`iadd`, `imul`, `imin`, `icmp`, `affine`, …, folded) its base
+    `Builder`'s, with the kernel's entry constants as its pool."""
 
     def __init__(self, kb: KernelBuilder, ip: InsertPoint):
         self.kb = kb
@@ -78,123 +61,11 @@ class Emitter(Builder):
     def at(self, ip: InsertPoint) -> Emitter:
         return Emitter(self.kb, ip)
 
-    def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit(arith.AndIOp(a, b))
-
-    # -- element arithmetic ----------------------------------------------------------------
-
-    def const(self, value: float | int | bool, t: Attribute) -> SSAValue:
-        """A scalar constant of type `t` (emitted here, so it may live inside a loop)."""
-        if isinstance(t, AnyFloat):
-            return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))
-        assert isinstance(t, IntegerType | IndexType), t
-        if is_unsigned(t):  # arith.constant is signless: the same bits, then bitcast to ui<w>
-            w = t.width.data
-            bits = int(value) % (1 << w)
-            signless = IntegerType(w)
-            c = self.emit(arith.ConstantOp(IntegerAttr(bits - (1 << w) if bits >= 1 << (w - 1) else bits, signless)))
-            return self.emit(arith.BitcastOp(c, t))
-        return self.emit(arith.ConstantOp(IntegerAttr(int(value), t)))
-
     def load(self, buf: SSAValue, idx: Sequence[Index], result_type: Attribute | None = None) -> SSAValue:
         return self.emit(mem.LoadOp(buf, [self.index(i) for i in idx], result_type))
 
     def store(self, value: SSAValue, buf: SSAValue, idx: Sequence[Index]) -> None:
         self.emit(mem.StoreOp(value, buf, [self.index(i) for i in idx]))
-
-    def _bin(self, fop: type[Operation], iop: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit((fop if is_float(a.type) else iop)(a, b))  # type: ignore[call-arg]
-
-    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.AddfOp, arith.AddiOp, a, b)
-
-    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.SubfOp, arith.SubiOp, a, b)
-
-    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.MulfOp, arith.MuliOp, a, b)
-
-    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.DivfOp, arith.DivUIOp if is_unsigned(a.type) else arith.DivSIOp, a, b)
-
-    def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """NaN-propagating maximum for floats (ONNX/NumPy semantics), signed max for ints
-        (unsigned for ui8 ... ui64)."""
-        return self._bin(arith.MaximumfOp, arith.MaxUIOp if is_unsigned(a.type) else arith.MaxSIOp, a, b)
-
-    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._bin(arith.MinimumfOp, arith.MinUIOp if is_unsigned(a.type) else arith.MinSIOp, a, b)
-
-    def neg(self, a: SSAValue) -> SSAValue:
-        if is_float(a.type):
-            return self.emit(arith.NegfOp(a))
-        return self.sub(self.const(0, a.type), a)
-
-    def cmp(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        """pred in eq/ne/lt/le/gt/ge: ordered float compare, signed integer compare (i1: unsigned)."""
-        if is_float(a.type):
-            return self.emit(arith.CmpfOp(a, b, "o" + pred if pred != "ne" else "une"))
-        t = element_type(a.type)
-        sign = "u" if isinstance(t, IntegerType) and (t.width.data == 1 or is_unsigned(t)) else "s"  # false < true
-        ipred = pred if pred in ("eq", "ne") else sign + pred
-        return self.emit(arith.CmpiOp(a, b, ipred))
-
-    def math(self, op_cls: type[Operation], a: SSAValue) -> SSAValue:
-        """A unary math-dialect op, e.g. `b.math(math.ExpOp, v)`."""
-        return self.emit(op_cls(a))  # type: ignore[call-arg]
-
-    def exp(self, a: SSAValue) -> SSAValue:
-        return self.emit(math.ExpOp(a))
-
-    def log(self, a: SSAValue) -> SSAValue:
-        return self.emit(math.LogOp(a))
-
-    def sqrt(self, a: SSAValue) -> SSAValue:
-        return self.emit(math.SqrtOp(a))
-
-    def cast(self, v: SSAValue, to: Attribute) -> SSAValue:
-        """Numeric conversion between float, integer (signed; i1 as bool) and index types."""
-        src = v.type
-        if src == to:
-            return v
-        if isinstance(src, IntegerType) and isinstance(to, IntegerType) and src.width == to.width:
-            if to.width.data == 1 or src.signedness == to.signedness:
-                return v
-            return self.emit(arith.BitcastOp(v, to))  # i8 <-> ui8: the same bits
-        if is_unsigned(src) and isinstance(to, IndexType):
-            if src.width.data < 64:
-                v = self.emit(arith.ExtUIOp(v, IntegerType(64)))
-            return self.emit(arith.IndexCastOp(v, to))
-        if isinstance(src, IndexType) or isinstance(to, IndexType):
-            if isinstance(src, IndexType) and isinstance(to, AnyFloat):
-                v = self.emit(arith.IndexCastOp(v, IntegerType(64)))
-                return self.emit(arith.SIToFPOp(v, to))
-            if isinstance(to, IndexType) and isinstance(src, AnyFloat):
-                v = self.emit(arith.FPToSIOp(v, IntegerType(64)))
-                src = v.type
-            return self.emit(arith.IndexCastOp(v, to))
-        if isinstance(src, AnyFloat) and isinstance(to, AnyFloat):
-            if src.bitwidth < to.bitwidth:
-                return self.emit(arith.ExtFOp(v, to))
-            return self.emit(arith.TruncFOp(v, to))
-        if isinstance(src, IntegerType) and isinstance(to, AnyFloat):
-            if src.width.data == 1 or is_unsigned(src):
-                return self.emit(arith.UIToFPOp(v, to))
-            return self.emit(arith.SIToFPOp(v, to))
-        if isinstance(src, AnyFloat) and isinstance(to, IntegerType):
-            if to.width.data == 1:  # bool(x): x != 0
-                return self.emit(arith.CmpfOp(v, self.const(0.0, src), "une"))
-            if is_unsigned(to):
-                return self.emit(arith.FPToUIOp(v, to))
-            return self.emit(arith.FPToSIOp(v, to))
-        assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
-        if to.width.data == 1:
-            return self.emit(arith.CmpiOp(v, self.const(0, src), "ne"))
-        if src.width.data < to.width.data:
-            if src.width.data == 1 or is_unsigned(src):
-                return self.emit(arith.ExtUIOp(v, to))
-            return self.emit(arith.ExtSIOp(v, to))
-        return self.emit(arith.TruncIOp(v, to))
 
 
 class _EntryEmitter(Emitter):

@@ -1,9 +1,10 @@
 """The contract between graph-legalize and the modules that know how to legalize each op family.
 
-A legalization is registered per graph op class:
+A legalization is registered per graph op class (a unary op needs none: its class declares its
+element function, passes/graph/legalize/unary.py):
 
-    @legalizes(graph.ReluOp)
-    class LegalizeRelu(Legalization):
+    @legalizes(graph.SoftmaxOp)
+    class LegalizeSoftmax(Legalization):
         def build(self, op, kb):                 # fill the kernel: kb.inputs / kb.outputs are
             ...                                  # memrefs of op's tensor operands / results
         def result_dims(self, op, g):            # one Index per `?` over all results, in order

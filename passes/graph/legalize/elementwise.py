@@ -1,5 +1,6 @@
-"""Legalizations of the elementwise graph ops: binary (NumPy broadcasting), compare, unary,
-where and cast. Each becomes one all-spatial loop nest over the result with one block:
+"""Legalizations of the elementwise graph ops: binary (NumPy broadcasting), compare, where and
+cast (unary ops: passes/graph/legalize/unary.py, from the op's element function). Each becomes
+one all-spatial loop nest over the result with one block:
 
     %z = graph.add %x, %y : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
   becomes
@@ -33,6 +34,16 @@ from xdsl.dialects.builtin import AnyFloat, Float64Type, IntegerType, MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from minimlir.dialects import graph
+from minimlir.dialects.elementfn import (  # noqa: F401  (the unary element functions live there now; re-exported)
+    clamp,
+    expm1,
+    fconst,
+    gelu,
+    sigmoid,
+    sign,
+    softplus,
+)
+from minimlir.dialects.elementfn import unit_interval as _unit_interval  # noqa: F401  (re-exported)
 from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder, element_type, is_float, is_unsigned
 from minimlir.passes.graph.legalize._common import Legalization, legalizes
 
@@ -126,10 +137,6 @@ def build_elementwise(
 # Element helpers
 
 
-def fconst(b: Emitter, value: float, like: SSAValue) -> SSAValue:
-    return b.const(value, element_type(like.type))
-
-
 def _is_bool(v: SSAValue) -> bool:
     return element_type(v.type) == i1
 
@@ -190,60 +197,6 @@ def compare(b: Emitter, pred: str, x: SSAValue, y: SSAValue) -> SSAValue:
     return b.cmp(pred, x, y)
 
 
-def clamp(b: Emitter, x: SSAValue, lo: float | None, hi: float | None) -> SSAValue:
-    t = element_type(x.type)
-    if lo is not None:
-        b_lo = b.const(lo if isinstance(t, AnyFloat) else pymath.ceil(lo), t)
-        x = b.max(x, b_lo)
-    if hi is not None:
-        b_hi = b.const(hi if isinstance(t, AnyFloat) else pymath.floor(hi), t)
-        x = b.min(x, b_hi)
-    return x
-
-
-def sigmoid(b: Emitter, x: SSAValue) -> SSAValue:
-    one = fconst(b, 1.0, x)
-    return b.div(one, b.add(one, b.exp(b.neg(x))))
-
-
-def expm1(b: Emitter, x: SSAValue) -> SSAValue:
-    return b.emit(math.ExpM1Op(x))
-
-
-def sign(b: Emitter, x: SSAValue) -> SSAValue:
-    """-1 / 0 / 1; floats keep ±0 and NaN as they are (NumPy's sign)."""
-    t = element_type(x.type)
-    if is_unsigned(t):  # 0 or 1
-        return b.select(b.cmp("gt", x, b.const(0, t)), b.const(1, t), b.const(0, t))
-    zero, one, m_one = b.const(0, t), b.const(1, t), b.const(-1, t)
-    neg = b.select(b.cmp("lt", x, zero), m_one, zero if not is_float(x.type) else x)
-    return b.select(b.cmp("gt", x, zero), one, neg)
-
-
-def gelu(b: Emitter, x: SSAValue, approximate: str) -> SSAValue:
-    half, one = fconst(b, 0.5, x), fconst(b, 1.0, x)
-    if approximate == "tanh":
-        # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        x3 = b.mul(b.mul(x, x), x)
-        inner = b.mul(fconst(b, pymath.sqrt(2.0 / pymath.pi), x), b.add(x, b.mul(fconst(b, 0.044715, x), x3)))
-        t = b.emit(math.TanhOp(inner))
-    else:
-        # 0.5 x (1 + erf(x / sqrt(2)))
-        t = b.emit(math.ErfOp(b.mul(x, fconst(b, 1.0 / pymath.sqrt(2.0), x))))
-    return b.mul(b.mul(half, x), b.add(one, t))
-
-
-def softplus(b: Emitter, x: SSAValue) -> SSAValue:
-    """log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): no overflow for large x."""
-    zero = fconst(b, 0.0, x)
-    ax = b.emit(math.AbsFOp(x))
-    return b.add(b.max(x, zero), b.emit(math.Log1pOp(b.exp(b.neg(ax)))))
-
-
-def _unit_interval(b: Emitter, v: SSAValue) -> SSAValue:
-    return b.max(fconst(b, 0.0, v), b.min(fconst(b, 1.0, v), v))
-
-
 # --------------------------------------------------------------------------------------------
 # Binary ops
 
@@ -287,83 +240,6 @@ class LegalizeBinary(Legalization):
             )
         fn = _BINARY[type(op)]
         build_elementwise(kb, op.name.split(".", 1)[1], lambda b, v: fn(b, v[0], v[1], op))
-
-
-# --------------------------------------------------------------------------------------------
-# Unary ops
-
-
-def _relu(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    return b.max(x, b.const(0, element_type(x.type)))
-
-
-def _abs(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    if is_unsigned(x.type):
-        return x
-    return b.emit((math.AbsFOp if is_float(x.type) else math.AbsIOp)(x))
-
-
-def _leaky_relu(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    alpha = fconst(b, _prop_float(op, "alpha"), x)
-    return b.select(b.cmp("lt", x, fconst(b, 0.0, x)), b.mul(alpha, x), x)
-
-
-def _elu(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    alpha = fconst(b, _prop_float(op, "alpha"), x)
-    return b.select(b.cmp("gt", x, fconst(b, 0.0, x)), x, b.mul(alpha, expm1(b, x)))
-
-
-def _selu(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    gamma = fconst(b, _prop_float(op, "gamma"), x)
-    return b.mul(gamma, _elu(b, x, op))
-
-
-def _hard_sigmoid(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    alpha, beta = fconst(b, _prop_float(op, "alpha"), x), fconst(b, _prop_float(op, "beta"), x)
-    return _unit_interval(b, b.add(b.mul(alpha, x), beta))
-
-
-def _hard_swish(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    # ONNX HardSwish: x * max(0, min(1, x / 6 + 0.5))
-    gate = _unit_interval(b, b.add(b.mul(fconst(b, 1.0 / 6.0, x), x), fconst(b, 0.5, x)))
-    return b.mul(x, gate)
-
-
-def _clip(b: Emitter, x: SSAValue, op: Operation) -> SSAValue:
-    assert isinstance(op, graph.ClipOp)
-    lo = op.min.value.data if op.min is not None else None
-    hi = op.max.value.data if op.max is not None else None
-    return clamp(b, x, lo, hi)
-
-
-# unary ops whose element function is more than one math op (the others declare MATH_OP on the op:
-# passes/graph/legalize/unary.py)
-_UNARY: dict[type[Operation], Callable[[Emitter, SSAValue, Operation], SSAValue]] = {
-    graph.ReluOp: _relu,
-    graph.SigmoidOp: lambda b, x, op: sigmoid(b, x),
-    graph.NegOp: lambda b, x, op: b.neg(x),
-    graph.AbsOp: _abs,
-    graph.SignOp: lambda b, x, op: sign(b, x),
-    graph.ReciprocalOp: lambda b, x, op: b.div(fconst(b, 1.0, x), x),
-    graph.NotOp: lambda b, x, op: b.emit(arith.XOrIOp(x, b.const(1, i1))),
-    graph.SoftplusOp: lambda b, x, op: softplus(b, x),
-    graph.HardSwishOp: _hard_swish,
-    graph.GeluOp: lambda b, x, op: gelu(b, x, op.approximate.data),  # type: ignore[attr-defined]
-    graph.ClipOp: _clip,
-    graph.LeakyReluOp: _leaky_relu,
-    graph.EluOp: _elu,
-    graph.SeluOp: _selu,
-    graph.HardSigmoidOp: _hard_sigmoid,
-}
-
-
-@legalizes(*_UNARY)
-class LegalizeUnary(Legalization):
-    """y[i] = f(x[i])."""
-
-    def build(self, op: Operation, kb: KernelBuilder) -> None:
-        fn = _UNARY[type(op)]
-        build_elementwise(kb, op.name.split(".", 1)[1], lambda b, v: fn(b, v[0], op))
 
 
 # --------------------------------------------------------------------------------------------
