@@ -21,8 +21,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
         "Multinomial"})),
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
-    "quantized": ("quantized op (not implemented yet)", frozenset({
-        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "ConvInteger"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
     "data-dependent": ("the output size depends on the data (not implemented yet for this op)", frozenset({

@@ -1,0 +1,360 @@
+"""ONNX op emitters of the fourth operator-coverage round (issue 14), registered in the op table of
+`minimlir.frontend._onnx_ops` (which imports this module at its end). Same contract as there: an
+emitter gets a `NodeView` and returns one entry per ONNX output; each documents its
+decomposition into graph ops. No op here needs a graph op of its own.
+
+  QuantizeLinear, DequantizeLinear   per-tensor / per-axis / blocked scales and zero points
+                   (graph.reshape / graph.gather of the scale), graph.round (half to even) and
+                   graph.clip (saturation) around graph.cast
+  DynamicQuantizeLinear   graph.reduce_min/max, the ONNX formula for scale and zero point
+  ConvInteger, QLinearConv   graph.conv2d in f64 of the zero-point-centered operands: every
+                   partial sum is an integer below 2^53, so this is the exact int32 accumulation;
+                   QLinearConv then requantizes as QLinearMatMul does
+  Compress         graph.nonzero of the condition (the run-time count sizes the result), graph.gather
+  Unique           equality / order matrices of the elements (or slices along axis), reduced; the
+                   output order comes from graph.nonzero of a (position, element) mask, whose
+                   row-major coordinates list the first occurrences in output order
+  ReverseSequence  graph.gather_elements with index where(t < len[b], len[b] - 1 - t, t)
+  MaxUnpool        graph.scatter_elements of the values into zeros of the output size (flat)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+from xdsl.dialects.builtin import AnyFloat, Float16Type, IntegerType, Signedness, f32, f64, i1, i64
+
+from minimlir.dialects import graph
+from minimlir.frontend._onnx_ops import (
+    _DTYPES,
+    _attr,
+    _axis,
+    _check_auto_pad,
+    _const_input,
+    _elem,
+    _pads_2d,
+    _s,
+    _shape,
+    _spatial_pads,
+    _squeeze_spatial,
+    _ssa,
+    _to_2d,
+    _unsqueeze_spatial,
+    onnx_op,
+)
+from minimlir.frontend.onnx_import import DYNAMIC, NodeView, Unsupported, onnx_dtype_name
+
+i32 = IntegerType(32)
+
+# ONNX integer element types a quantized tensor may have: (min, max)
+_QUANT_INTS = {
+    TensorProto.INT8: (-128, 127),
+    TensorProto.UINT8: (0, 255),
+    TensorProto.INT16: (-32768, 32767),
+    TensorProto.UINT16: (0, 65535),
+}
+_QUANT_REFUSED = {
+    TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ,
+    TensorProto.UINT4, TensorProto.INT4, TensorProto.FLOAT4E2M1,
+    *(getattr(TensorProto, n) for n in ("UINT2", "INT2", "FLOAT8E8M0", "FLOAT6E2M3", "FLOAT6E3M2")
+      if hasattr(TensorProto, n)),
+}
+
+
+def _onnx_elem(el) -> int | None:
+    for k, (_, e) in _DTYPES.items():
+        if e == el:
+            return k
+    return None
+
+
+def _int_bounds(el) -> tuple[int, int]:
+    assert isinstance(el, IntegerType)
+    w = el.width.data
+    if el.signedness.data == Signedness.UNSIGNED:
+        return 0, 2 ** w - 1
+    return -(2 ** (w - 1)), 2 ** (w - 1) - 1
+
+
+# --------------------------------------------------------------------------------------------
+# QuantizeLinear, DequantizeLinear
+
+
+def _check_quant(node, opset):
+    for a in node.attribute:
+        if a.name == "output_dtype" and a.i:
+            if node.op_type == "QuantizeLinear" and a.i in _QUANT_REFUSED:
+                return f"output_dtype {onnx_dtype_name(a.i)} (8-, 4- and 2-bit float / sub-byte " \
+                       f"integer types have no element type here)"
+            if node.op_type == "QuantizeLinear" and a.i not in _QUANT_INTS:
+                return f"output_dtype {onnx_dtype_name(a.i)}"
+            if node.op_type == "DequantizeLinear" and a.i not in (TensorProto.FLOAT, TensorProto.FLOAT16):
+                return f"output_dtype {onnx_dtype_name(a.i)}"
+        if a.name == "block_size" and a.i < 0:
+            return f"block_size must be >= 0, got {a.i}"
+        if a.name == "precision" and a.i not in (0, TensorProto.FLOAT):
+            return f"precision {onnx_dtype_name(a.i)} (only float32 or the default)"
+    return None
+
+
+def _quant_param(n: NodeView, i: int, what: str, x_shape: list[int], to):
+    """Input i (a scale or zero point) cast to `to`, shaped to broadcast against x: a scalar, one
+    value per slice along `axis` (reshaped to [D, 1, ...]), or blocked (block_size > 0: dim `axis`
+    is ceil(D / block_size), repeated block_size times with graph.gather)."""
+    cx = n.cx
+    p = _ssa(n, i)
+    ps = _shape(p)
+    rank = len(x_shape)
+    block = int(n.attr("block_size", 0)) if n.opset >= 21 else 0
+    size = 1
+    for d in ps:
+        size = DYNAMIC if d == DYNAMIC or size == DYNAMIC else size * d
+    if _elem(p) != to:
+        p = cx.emit1(graph.CastOp(p, to))
+    if block == 0 and len(ps) <= 1 and size == 1:
+        return cx.reshape(p, []) if ps else p
+    if n.opset < 13:
+        raise Unsupported(f"{n.op_type}: {what} must be a scalar before opset 13 (got shape {ps})")
+    axis = _axis(int(n.attr("axis", 1)), rank)
+    d = x_shape[axis]
+    if block == 0:
+        if len(ps) != 1 or ps[0] != d:
+            raise Unsupported(f"{n.op_type}: {what} has shape {ps}: it must be a scalar or 1-D with one "
+                              f"value per slice along axis {axis} (dim {d})")
+        return cx.reshape(p, [d] + [1] * (rank - axis - 1))
+    if len(ps) != rank or d == DYNAMIC:
+        raise Unsupported(f"{n.op_type}: blocked {what} of shape {ps} for an input of shape {x_shape} "
+                          f"(it needs x's rank and a static dim {axis})")
+    want = [(-(-d // block) if j == axis else x_shape[j]) for j in range(rank)]
+    if any(a != b for a, b in zip(ps, want)):
+        raise Unsupported(f"{n.op_type}: blocked {what} has shape {ps}, expected {want} "
+                          f"(block_size {block} along axis {axis})")
+    idx = cx.ssa(cx.from_const(np.arange(d, dtype=np.int64) // block))
+    return cx.emit1(graph.GatherOp(p, idx, axis))
+
+
+def _quant_out_type(n: NodeView):
+    """QuantizeLinear's output type: y_zero_point's, else output_dtype, else uint8."""
+    zp = n.input(2)
+    od = int(n.attr("output_dtype", 0)) if n.opset >= 21 else 0
+    if zp is not None:
+        el = _elem(n.cx.ssa(zp))
+        if od and _onnx_elem(el) != od:
+            raise Unsupported(f"QuantizeLinear: output_dtype {onnx_dtype_name(od)} differs from "
+                              f"y_zero_point's type {el}")
+        return el
+    if od:
+        if od not in _QUANT_INTS:
+            raise Unsupported(f"QuantizeLinear: output_dtype {onnx_dtype_name(od)}")
+        return _DTYPES[od][1]
+    return _DTYPES[TensorProto.UINT8][1]
+
+
+def _check_quant_int(op: str, what: str, el) -> None:
+    if not (isinstance(el, IntegerType) and el.width.data in (8, 16) or el == i32 and what == "x"):
+        raise Unsupported(f"{op}: {what} of type {el} (int8, uint8, int16, uint16"
+                          f"{', int32' if what == 'x' else ''})")
+
+
+@onnx_op("QuantizeLinear", check=_check_quant, min_opset=10)
+def emit_quantize_linear(n: NodeView) -> list:
+    """QuantizeLinear(x, y_scale, y_zero_point) -> graph.cast(graph.clip(graph.round(x / scale) +
+    zp, qmin, qmax), y's type), computed in f32 (f16 / int32 x is cast first, as onnxruntime
+    does): round half to even, then saturate."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    xs = _shape(x)
+    el = _elem(x)
+    if not (isinstance(el, AnyFloat) or el == i32):
+        raise Unsupported(f"QuantizeLinear of {el}")
+    if el == f64:
+        raise Unsupported("QuantizeLinear of f64")
+    y_type = _quant_out_type(n)
+    _check_quant_int("QuantizeLinear", "y_zero_point", y_type)
+    s = _ssa(n, 1)
+    if not isinstance(_elem(s), AnyFloat):
+        raise Unsupported(f"QuantizeLinear: y_scale of type {_elem(s)}")
+    lo, hi = _int_bounds(y_type)
+    xf = x if el == f32 else cx.emit1(graph.CastOp(x, f32))
+    scale = _quant_param(n, 1, "y_scale", xs, f32)
+    y = cx.emit1(graph.RoundOp(cx.emit1(graph.DivOp(xf, scale))))
+    if n.input(2) is not None:
+        y = cx.emit1(graph.AddOp(y, _quant_param(n, 2, "y_zero_point", xs, f32)))
+    y = cx.emit1(graph.ClipOp(y, float(lo), float(hi)))
+    return [cx.emit1(graph.CastOp(y, y_type))]
+
+
+@onnx_op("DequantizeLinear", check=_check_quant, min_opset=10)
+def emit_dequantize_linear(n: NodeView) -> list:
+    """DequantizeLinear(x, x_scale, x_zero_point) -> graph.cast(graph.cast(x, i32) - zp, f32) *
+    scale (cast to the scale's type, or output_dtype): the integer difference is exact, the
+    product is onnxruntime's single f32 rounding."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    xs = _shape(x)
+    el = _elem(x)
+    _check_quant_int("DequantizeLinear", "x", el)
+    s = _ssa(n, 1)
+    out = _elem(s)
+    if out not in (f32,) and not isinstance(out, Float16Type):
+        raise Unsupported(f"DequantizeLinear: x_scale of type {out} (float32 or float16)")
+    od = int(n.attr("output_dtype", 0)) if n.opset >= 23 else 0
+    if od:
+        out = _DTYPES[od][1]
+    xi = cx.emit1(graph.CastOp(x, i32)) if el != i32 else x
+    if n.input(2) is not None:
+        zel = _elem(cx.ssa(n.input(2)))
+        if zel != el:
+            raise Unsupported(f"DequantizeLinear: x_zero_point's type {zel} differs from x's {el}")
+        xi = cx.emit1(graph.SubOp(xi, _quant_param(n, 2, "x_zero_point", xs, i32)))
+    y = cx.emit1(graph.MulOp(cx.emit1(graph.CastOp(xi, f32)), _quant_param(n, 1, "x_scale", xs, f32)))
+    return [y if out == f32 else cx.emit1(graph.CastOp(y, out))]
+
+
+@onnx_op("DynamicQuantizeLinear")
+def emit_dynamic_quantize_linear(n: NodeView) -> list:
+    """DynamicQuantizeLinear(x) -> (y, y_scale, y_zero_point), uint8, the ONNX formula:
+    x_min = min(0, reduce_min(x)), x_max = max(0, reduce_max(x)), scale = (x_max - x_min) / 255,
+    zp = clip(round((0 - x_min) / scale), 0, 255), y = clip(round(x / scale) + zp, 0, 255).
+    A zero range (x all 0) gives scale 1, as onnxruntime (the formula divides 0 by 0 there)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    if _elem(x) != f32:
+        raise Unsupported(f"DynamicQuantizeLinear of {_elem(x)} (float32 only)")
+    rank = len(_shape(x))
+    axes = list(range(rank))
+    zero = cx.scalar(0.0, f32)
+    mn = cx.emit1(graph.MinOp(cx.emit1(graph.ReduceMinOp(x, axes, keepdims=False)), zero)) if rank else \
+        cx.emit1(graph.MinOp(x, zero))
+    mx = cx.emit1(graph.MaxOp(cx.emit1(graph.ReduceMaxOp(x, axes, keepdims=False)), zero)) if rank else \
+        cx.emit1(graph.MaxOp(x, zero))
+    scale = cx.emit1(graph.DivOp(cx.emit1(graph.SubOp(mx, mn)), cx.scalar(255.0, f32)))
+    scale = cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(scale, zero)), cx.scalar(1.0, f32), scale))
+    zp = cx.emit1(graph.RoundOp(cx.emit1(graph.DivOp(cx.emit1(graph.SubOp(zero, mn)), scale))))
+    zp = cx.emit1(graph.ClipOp(zp, 0.0, 255.0))
+    y = cx.emit1(graph.AddOp(cx.emit1(graph.RoundOp(cx.emit1(graph.DivOp(x, scale)))), zp))
+    y = cx.emit1(graph.ClipOp(y, 0.0, 255.0))
+    u8 = _DTYPES[TensorProto.UINT8][1]
+    return [cx.emit1(graph.CastOp(y, u8)), scale, cx.emit1(graph.CastOp(zp, u8))]
+
+
+# --------------------------------------------------------------------------------------------
+# ConvInteger, QLinearConv
+
+
+def _check_conv_int(node, opset):
+    return _check_auto_pad(node, opset)
+
+
+def _is_8bit(el) -> bool:
+    return isinstance(el, IntegerType) and el.width.data == 8
+
+
+def _centered_f64(n: NodeView, i_x: int, i_zp: int, what: str, per_channel_len: int | None):
+    """graph.cast(x, f64) - graph.cast(zp, f64): a scalar zero point, or (the weight's) one per
+    output channel, reshaped to [O, 1, ...]."""
+    cx = n.cx
+    x = _ssa(n, i_x)
+    if not _is_8bit(_elem(x)):
+        raise Unsupported(f"{n.op_type}: {what} must be int8 or uint8, got {_elem(x)}")
+    xf = cx.emit1(graph.CastOp(x, f64))
+    zv = n.input(i_zp)
+    if zv is None:
+        return xf, x
+    z = cx.ssa(zv)
+    if _elem(z) != _elem(x):
+        raise Unsupported(f"{n.op_type}: {what}'s zero point must have its element type {_elem(x)}")
+    zs = _shape(z)
+    zf = cx.emit1(graph.CastOp(z, f64))
+    size = int(np.prod(zs)) if DYNAMIC not in zs else DYNAMIC
+    if len(zs) <= 1 and size == 1:
+        zf = cx.reshape(zf, [])
+    elif per_channel_len is not None and len(zs) == 1 and zs[0] == per_channel_len:
+        zf = cx.reshape(zf, [per_channel_len] + [1] * (len(_shape(x)) - 1))
+    else:
+        raise Unsupported(f"{n.op_type}: {what}'s zero point has shape {zs}: it must be a scalar"
+                          + (" or one value per output channel" if per_channel_len is not None else ""))
+    return cx.emit1(graph.SubOp(xf, zf)), x
+
+
+def _conv_f64(n: NodeView, x, w, bias):
+    """graph.conv2d of f64 operands with the node's conv attributes (1-D via a unit dim)."""
+    cx = n.cx
+    rank = len(_shape(x))
+    k = rank - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{n.op_type}: {k}-D convolution (only 1-D and 2-D)")
+    kernel = n.attr("kernel_shape") or _shape(w)[2:]
+    if DYNAMIC in kernel:
+        raise Unsupported(f"{n.op_type}: kernel with dynamic size")
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
+    group = int(n.attr("group", 1))
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+        wd = cx.dims(w)
+        w = cx.reshape(w, [wd[0], wd[1], 1, wd[2]])
+    y = cx.emit1(graph.Conv2dOp(x, w, bias=bias, strides=_to_2d(k, strides, 1), pads=_pads_2d(k, pads),
+                                dilations=_to_2d(k, dilations, 1), group=group))
+    return _squeeze_spatial(cx, y) if k == 1 else y
+
+
+@onnx_op("ConvInteger", check=_check_conv_int)
+def emit_conv_integer(n: NodeView) -> list:
+    """ConvInteger(x, w, x_zero_point, w_zero_point) -> graph.cast(graph.conv2d in f64 of
+    (x - x_zp) and (w - w_zp), i32); w_zp may be one per output channel."""
+    x, _ = _centered_f64(n, 0, 2, "x", None)
+    o = _shape(_ssa(n, 1))[0]
+    w, _ = _centered_f64(n, 1, 3, "w", None if o == DYNAMIC else o)
+    return [n.cx.emit1(graph.CastOp(_conv_f64(n, x, w, None), i32))]
+
+
+@onnx_op("QLinearConv", check=_check_conv_int)
+def emit_qlinear_conv(n: NodeView) -> list:
+    """QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) -> acc = graph.conv2d
+    in f64 of the centered operands + B (int32); y = graph.cast(graph.clip(graph.round(
+    graph.cast(acc, f32) * (x_scale * w_scale / y_scale)) + y_zp, qmin, qmax), y's type), the
+    scales in f32, w_scale per output channel or scalar (QLinearMatMul's requantization)."""
+    cx = n.cx
+    o = _shape(_ssa(n, 3))[0]
+    olen = None if o == DYNAMIC else o
+    x, _ = _centered_f64(n, 0, 2, "x", None)
+    w, _ = _centered_f64(n, 3, 5, "w", olen)
+    yzp_v = n.input(7)
+    if yzp_v is None:
+        raise Unsupported("QLinearConv needs y_zero_point (it gives the output type)")
+    y_type = _elem(cx.ssa(yzp_v))
+    if not _is_8bit(y_type):
+        raise Unsupported(f"QLinearConv: y_zero_point must be int8 or uint8, got {y_type}")
+    bias = None
+    if n.input(8) is not None:
+        b = cx.ssa(n.input(8))
+        if _elem(b) != i32:
+            raise Unsupported(f"QLinearConv: B must be int32, got {_elem(b)}")
+        bias = cx.emit1(graph.CastOp(b, f64))
+    acc = _conv_f64(n, x, w, bias)
+    rank = len(_shape(acc))
+    scales = []
+    for i, what, per in ((1, "x_scale", None), (4, "w_scale", olen), (6, "y_scale", None)):
+        s = _ssa(n, i)
+        if not isinstance(_elem(s), AnyFloat):
+            raise Unsupported(f"QLinearConv: {what} must be a float tensor, got {_elem(s)}")
+        ss = _shape(s)
+        s = s if _elem(s) == f32 else cx.emit1(graph.CastOp(s, f32))
+        if len(ss) <= 1 and (ss == [] or ss[0] == 1):
+            scales.append(cx.reshape(s, []))
+        elif per is not None and len(ss) == 1 and ss[0] == per:
+            scales.append(cx.reshape(s, [per] + [1] * (rank - 2)))
+        else:
+            raise Unsupported(f"QLinearConv: {what} has shape {ss}: it must be a scalar"
+                              + (" or one value per output channel" if i == 4 else ""))
+    mult = cx.emit1(graph.DivOp(cx.emit1(graph.MulOp(scales[0], scales[1])), scales[2]))
+    y = cx.emit1(graph.RoundOp(cx.emit1(graph.MulOp(cx.emit1(graph.CastOp(acc, f32)), mult))))
+    yzp = cx.ssa(yzp_v)
+    if len(_shape(yzp)) > 1 or (_shape(yzp) and _shape(yzp)[0] != 1):
+        raise Unsupported(f"QLinearConv: y_zero_point has shape {_shape(yzp)}: it must be a scalar")
+    yzp = cx.reshape(cx.emit1(graph.CastOp(yzp, f32)), [])
+    lo, hi = _int_bounds(y_type)
+    y = cx.emit1(graph.ClipOp(cx.emit1(graph.AddOp(y, yzp)), float(lo), float(hi)))
+    return [cx.emit1(graph.CastOp(y, y_type))]

@@ -1,0 +1,167 @@
+"""ONNX ops of the fourth operator-coverage round (issue 14), each against onnxruntime: the
+quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, ConvInteger,
+QLinearConv), the data-dependent-size ops (Compress, Unique) and ReverseSequence, MaxUnpool.
+Shapes are small; each model is compiled once and run on several inputs (ties at .5 for the
+rounding, values past the range for the saturation, dynamic dims at two sizes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from minimlir.frontend.onnx_import import UnsupportedModelError, check_support, import_onnx
+
+from test_onnx_ops_more import _model, _vi, check_against_ort
+
+F, F16, I32, I64, U8, I8, I16, U16, B = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32,
+                                         TensorProto.INT64, TensorProto.UINT8, TensorProto.INT8,
+                                         TensorProto.INT16, TensorProto.UINT16, TensorProto.BOOL)
+
+_rng = np.random.default_rng(1404)
+
+
+def _unsupported(model: onnx.ModelProto, match: str) -> None:
+    with pytest.raises(UnsupportedModelError, match=match):
+        import_onnx(model)
+
+
+def _ints(dtype, *shape):
+    info = np.iinfo(dtype)
+    return _rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# QuantizeLinear / DequantizeLinear
+
+
+def _ties(*shape, scale=0.5):
+    """Multiples of scale/2 (exact ties after division) spanning past the uint8/int8 range."""
+    return (_rng.integers(-700, 700, shape) * (scale / 2)).astype(np.float32)
+
+
+@pytest.mark.parametrize("opset,elem", [(10, U8), (13, I8), (21, U16), (21, I16)])
+def test_quantize_dequantize_per_tensor(opset, elem):
+    """x / scale lands on .5 ties (round half to even) and past the range (saturation); the
+    DequantizeLinear of the result uses the same zero point; dynamic length."""
+    zp = {U8: 7, I8: -3, U16: 300, I16: -1000}[elem]
+    inits = [helper.make_tensor("s", F, [], [0.5]), helper.make_tensor("zp", elem, [], [zp])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"])]
+    m = _model(nodes, [_vi("x", F, ["n"])], [_vi("q", elem, None), _vi("y", F, None)], opset, inits)
+    span = 700 if elem in (U8, I8) else 140000
+    check_against_ort(m, [{"x": (_rng.integers(-span, span, n) * 0.25).astype(np.float32)} for n in (5, 40)],
+                      graph_ops=("graph.round", "graph.clip"))
+
+
+def test_quantize_dequantize_per_axis():
+    """Per-channel scale and zero point along axis 1 (opset 13), int8."""
+    inits = [helper.make_tensor("s", F, [3], [0.5, 0.25, 2.0]), helper.make_tensor("zp", I8, [3], [0, -5, 9])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"], axis=-3)]
+    m = _model(nodes, [_vi("x", F, ["n", 3, 2, 2])], [_vi("q", I8, None), _vi("y", F, None)], 13, inits)
+    check_against_ort(m, [{"x": _ties(b, 3, 2, 2)} for b in (1, 2)])
+
+
+def test_quantize_dequantize_blocked():
+    """Blocked scales (opset 21, block_size 2 along axis 1, a last partial block: 5 = 2+2+1),
+    uint8 zero points; DequantizeLinear of a given uint8 input with its own blocked params."""
+    s = np.array([[0.5, 1.0, 0.25], [2.0, 0.5, 1.0]], np.float32)
+    zp = np.array([[1, 200, 3], [4, 5, 250]], np.uint8)
+    inits = [onnx.numpy_helper.from_array(s, "s"), onnx.numpy_helper.from_array(zp, "zp")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1, block_size=2),
+             helper.make_node("DequantizeLinear", ["qi", "s", "zp"], ["y"], axis=1, block_size=2)]
+    m = _model(nodes, [_vi("x", F, [2, 5]), _vi("qi", U8, [2, 5])], [_vi("q", U8, None), _vi("y", F, None)],
+               21, inits)
+    check_against_ort(m, [{"x": _ties(2, 5), "qi": _ints(np.uint8, 2, 5)} for _ in range(2)])
+
+
+def test_dequantize_int32_and_float16_scale():
+    """int32 input without a zero point (f32 out), and int8 with a float16 scale (f16 out)."""
+    inits = [helper.make_tensor("s", F, [], [0.125]), helper.make_tensor("h", F16, [], [0.5])]
+    nodes = [helper.make_node("DequantizeLinear", ["a", "s"], ["y"]),
+             helper.make_node("DequantizeLinear", ["b", "h"], ["z"])]
+    m = _model(nodes, [_vi("a", I32, [6]), _vi("b", I8, [6])], [_vi("y", F, None), _vi("z", F16, None)], 19, inits)
+    feeds = {"a": _rng.integers(-(2 ** 20), 2 ** 20, 6).astype(np.int32), "b": _ints(np.int8, 6)}
+    check_against_ort(m, [feeds])
+
+
+def test_quantize_refusals():
+    """A scale that fits no form; float8 / int4 output types: clear reasons, no traceback."""
+    inits = [helper.make_tensor("s", F, [2], [0.5, 1.0])]
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["q"], axis=1)
+    _unsupported(_model([node], [_vi("x", F, [2, 3])], [_vi("q", U8, None)], 13, inits),
+                 "y_scale has shape \\[2\\]: it must be a scalar or 1-D with one value per slice along axis 1")
+    node = helper.make_node("QuantizeLinear", ["x", "s1"], ["q"], output_dtype=TensorProto.FLOAT8E4M3FN)
+    m = _model([node], [_vi("x", F, [3])], [_vi("q", TensorProto.FLOAT8E4M3FN, None)], 21,
+               [helper.make_tensor("s1", F, [], [0.5])])
+    problems = [p for p in check_support(m) if p[3]]
+    assert problems and "dtype float8e4m3fn (8-, 6- and 4-bit floats" in problems[0][3]
+
+
+def test_dynamic_quantize_linear():
+    """The ONNX formula (zero point rounded half to even from -x_min / scale); an all-zero input
+    gives scale 1 as onnxruntime; dynamic shape."""
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    m = _model([node], [_vi("x", F, ["n", 3])], [_vi("y", U8, None), _vi("s", F, None), _vi("z", U8, None)], 11)
+    feeds = [{"x": _rng.standard_normal((2, 3)).astype(np.float32) * 3},
+             {"x": np.abs(_rng.standard_normal((4, 3))).astype(np.float32)},
+             {"x": -np.abs(_rng.standard_normal((1, 3))).astype(np.float32)},
+             {"x": np.zeros((2, 3), np.float32)}]
+    check_against_ort(m, feeds, graph_ops=("graph.reduce_min", "graph.round"))
+
+
+# --------------------------------------------------------------------------------------------
+# ConvInteger / QLinearConv
+
+
+def _conv_integer_model(wz_len):
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 0, 1, 1], strides=[1, 2])
+    wz = [0, 17, 255][:wz_len] if wz_len > 1 else [201]
+    inits = [helper.make_tensor("xz", U8, [], [131]), helper.make_tensor("wz", U8, [wz_len] if wz_len > 1 else [], wz)]
+    return _model([node], [_vi("x", U8, ["n", 2, 5, 5]), _vi("w", U8, [3, 2, 3, 2])], [_vi("y", I32, None)], 10, inits)
+
+
+def test_conv_integer_padding_strides():
+    m = _conv_integer_model(1)
+    check_against_ort(m, [{"x": _ints(np.uint8, b, 2, 5, 5), "w": _ints(np.uint8, 3, 2, 3, 2)} for b in (1, 2)],
+                      graph_ops=("graph.conv2d",))
+
+
+def test_conv_integer_per_channel_zero_point():
+    """A per-output-channel w zero point (onnxruntime refuses it): against an int64 numpy conv."""
+    from minimlir.frontend.api import compile as mini_compile
+
+    x, w = _ints(np.uint8, 2, 2, 5, 5), _ints(np.uint8, 3, 2, 3, 2)
+    (y,) = mini_compile(_conv_integer_model(3), cache=False)(x, w)
+    xc = np.pad(x.astype(np.int64) - 131, [(0, 0), (0, 0), (1, 1), (0, 1)])
+    wc = w.astype(np.int64) - np.array([0, 17, 255]).reshape(3, 1, 1, 1)
+    ref = np.zeros((2, 3, 5, 3), np.int64)
+    for i in range(5):
+        for j in range(3):
+            ref[:, :, i, j] = np.einsum("nchw,ochw->no", xc[:, :, i:i + 3, 2 * j:2 * j + 2], wc)
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("elem,dtype", [(U8, np.uint8), (I8, np.int8)])
+def test_qlinear_conv_saturates_like_onnxruntime(elem, dtype):
+    """Full-range 8-bit inputs, per-channel w scale / zero point, an int32 bias, group 2:
+    many outputs saturate."""
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            group=2, pads=[1, 1, 1, 1])
+    inits = [helper.make_tensor("xs", F, [], [0.05]), helper.make_tensor("xz", elem, [], [3]),
+             helper.make_tensor("ws", F, [4], [0.01, 0.02, 0.005, 0.03]),
+             helper.make_tensor("wz", elem, [4], [0, 0, 0, 0]),
+             helper.make_tensor("ys", F, [], [0.4]), helper.make_tensor("yz", elem, [], [-7 if dtype == np.int8 else 9]),
+             helper.make_tensor("b", I32, [4], [100, -2000, 0, 5000])]
+    m = _model([node], [_vi("x", elem, [1, 4, 4, 4]), _vi("w", elem, [4, 2, 3, 3])], [_vi("y", elem, None)], 10, inits)
+    check_against_ort(m, [{"x": _ints(dtype, 1, 4, 4, 4), "w": _ints(dtype, 4, 2, 3, 3)}])
+
+
+def test_conv_integer_refusals():
+    node = helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"])
+    inits = [helper.make_tensor("xz", U8, [2], [1, 2])]
+    _unsupported(_model([node], [_vi("x", U8, [1, 2, 3, 3]), _vi("w", U8, [1, 2, 2, 2])], [_vi("y", I32, None)],
+                        10, inits), "x's zero point has shape \\[2\\]: it must be a scalar")
