@@ -358,3 +358,140 @@ def emit_qlinear_conv(n: NodeView) -> list:
     lo, hi = _int_bounds(y_type)
     y = cx.emit1(graph.ClipOp(cx.emit1(graph.AddOp(y, yzp)), float(lo), float(hi)))
     return [cx.emit1(graph.CastOp(y, y_type))]
+
+
+# --------------------------------------------------------------------------------------------
+# Compress, Unique: data-dependent result sizes through graph.nonzero
+
+
+def _const(cx, array: np.ndarray):
+    return cx.ssa(cx.from_const(array))
+
+
+def _pick(cx, x, i: int, axis: int = 0):
+    """x[i] along `axis` (that dim removed): graph.gather with a 0-d index."""
+    return cx.emit1(graph.GatherOp(x, _const(cx, np.array(i, np.int64)), axis))
+
+
+def _nonzero(cx, mask):
+    """graph.nonzero of `mask` with its count (reduce_sum of the mask as i64, 0-d): the
+    (rank, ?) coordinates of the true entries in row-major order, `?` read at run time."""
+    rank = len(_shape(mask))
+    m64 = cx.emit1(graph.CastOp(mask, i64))
+    count = cx.emit1(graph.ReduceSumOp(m64, list(range(rank)), keepdims=False))
+    return cx.emit1(graph.NonZeroOp(mask, count))
+
+
+def _static_size(shape: list[int]) -> int | None:
+    return None if DYNAMIC in shape else int(np.prod(shape, dtype=np.int64))
+
+
+@onnx_op("Compress", min_opset=9)
+def emit_compress(n: NodeView) -> list:
+    """Compress(input, condition, axis) -> graph.gather(input, graph.nonzero(condition)[0], axis)
+    (no axis: of the flattened input). A condition longer than the axis is cut to it (its
+    extra entries select nothing that exists)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    c = _ssa(n, 1)
+    if _elem(c) != i1:
+        raise Unsupported(f"Compress: condition must be bool, got {_elem(c)}")
+    if len(_shape(c)) != 1:
+        raise Unsupported(f"Compress: condition must be 1-D, got shape {_shape(c)}")
+    xs = _shape(x)
+    if n.has_attr("axis"):
+        axis = _axis(int(n.attr("axis")), len(xs))
+    else:
+        size = _static_size(xs)
+        if size is None:
+            raise Unsupported("Compress without axis of an input with a dynamic dim")
+        x = cx.reshape(x, [size])
+        xs, axis = [size], 0
+    length, d = _shape(c)[0], xs[axis]
+    if DYNAMIC in (length, d):
+        raise Unsupported("Compress with a dynamic condition length or axis dim")
+    if length > d:
+        c = _slice_prefix(cx, c, d)
+    idx = _pick(cx, _nonzero(cx, c), 0)
+    return [cx.emit1(graph.GatherOp(x, idx, axis))]
+
+
+def _slice_prefix(cx, c, d: int):
+    """c[:d] of a 1-D tensor: graph.gather with constant indices."""
+    return cx.emit1(graph.GatherOp(c, _const(cx, np.arange(d, dtype=np.int64)), 0))
+
+
+def _lex_less(cx, a, size: int, length: int):
+    """less[j, i] = slice j < slice i lexicographically, for a [size, length] tensor (i64 0/1):
+    at the first k where they differ (exclusive cumsum of `differs` along k is 0), a[j, k] < a[i, k]."""
+    aj = cx.reshape(a, [size, 1, length])
+    ai = cx.reshape(a, [1, size, length])
+    lt = cx.emit1(graph.CastOp(cx.emit1(graph.LtOp(aj, ai)), i64))
+    if length == 1:
+        return cx.reshape(lt, [size, size])
+    ne = cx.emit1(graph.CastOp(cx.emit1(graph.NotOp(cx.emit1(graph.EqOp(aj, ai)))), i64))
+    before = cx.emit1(graph.CumSumOp(ne, 2, exclusive=True))
+    first = cx.emit1(graph.EqOp(before, _const(cx, np.array(0, np.int64))))
+    hit = cx.emit1(graph.MulOp(cx.emit1(graph.CastOp(first, i64)), cx.emit1(graph.MulOp(ne, lt))))
+    return cx.emit1(graph.ReduceMaxOp(hit, [2], keepdims=False))
+
+
+@onnx_op("Unique", min_opset=11)
+def emit_unique(n: NodeView) -> list:
+    """Unique(X, axis, sorted) -> (Y, indices, inverse_indices, counts), over the N elements
+    (no axis) or the N slices along axis, flattened to a [N, L] tensor A:
+
+      E[i, j]   = all_k A[i, k] == A[j, k]                 (graph.eq, graph.reduce_min)
+      first[i]  = no j < i with E[i, j]                    (a first occurrence)
+      O[j, i]   = group j comes before group i: A[j] < A[i] lexicographically (sorted), or
+                  j < the first occurrence of i's value (not sorted; graph.argmax of E[i, :])
+      inverse_indices[i] = sum_j first[j] * O[j, i]
+      indices   = graph.nonzero(P)[1] with P[r, i] = first[i] and inverse_indices[i] == r: the
+                  row-major coordinates list the first occurrences in output order; the count
+                  of unique values is sum(first), read at run time as NonZero's
+      Y = graph.gather(X, indices, axis), counts = graph.gather(sum_j E[:, j], indices)
+
+    The matrices are N x N (x L): fine for the sizes Unique is used at."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    xs = _shape(x)
+    if _static_size(xs) is None:
+        raise Unsupported("Unique of an input with a dynamic dim")
+    has_axis = n.has_attr("axis")
+    if has_axis:
+        axis = _axis(int(n.attr("axis")), len(xs))
+        size = xs[axis]
+        length = int(np.prod([d for k, d in enumerate(xs) if k != axis], dtype=np.int64))
+        perm = [axis] + [k for k in range(len(xs)) if k != axis]
+        a = cx.reshape(cx.emit1(graph.TransposeOp(x, perm)) if axis else x, [size, length])
+        data, gaxis = x, axis
+    else:
+        size, length = _static_size(xs), 1
+        data = cx.reshape(x, [size])
+        a, gaxis = cx.reshape(x, [size, 1]), 0
+    if size == 0:
+        raise Unsupported("Unique of an empty input")
+    srt = bool(n.attr("sorted", 1))
+    eq = cx.emit1(graph.EqOp(cx.reshape(a, [size, 1, length]), cx.reshape(a, [1, size, length])))
+    e = cx.emit1(graph.ReduceMinOp(cx.emit1(graph.CastOp(eq, i64)), [2], keepdims=False))  # [N, N]
+    lower = _const(cx, np.tril(np.ones((size, size), np.int64), -1))  # j < i
+    dups = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.MulOp(e, lower)), [1], keepdims=False))
+    zero = _const(cx, np.array(0, np.int64))
+    first = cx.emit1(graph.CastOp(cx.emit1(graph.EqOp(dups, zero)), i64))  # [N]
+    if srt:
+        order = _lex_less(cx, a, size, length)  # [j, i]
+    else:
+        firstpos = cx.emit1(graph.ArgMaxOp(e, 1, keepdims=False))  # [N]: the first j with E[i, j]
+        iota_j = _const(cx, np.arange(size, dtype=np.int64).reshape(size, 1))
+        order = cx.emit1(graph.CastOp(cx.emit1(graph.LtOp(iota_j, cx.reshape(firstpos, [1, size]))), i64))
+    inv = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.MulOp(cx.reshape(first, [size, 1]), order)), [0],
+                                     keepdims=False))  # [N]
+    iota_r = _const(cx, np.arange(size, dtype=np.int64).reshape(size, 1))
+    at_r = cx.emit1(graph.EqOp(iota_r, cx.reshape(inv, [1, size])))
+    p = cx.emit1(graph.AndOp(at_r, cx.reshape(cx.emit1(graph.EqOp(first, _const(cx, np.array(1, np.int64)))),
+                                              [1, size])))
+    idx = _pick(cx, _nonzero(cx, p), 1)  # [?]
+    y = cx.emit1(graph.GatherOp(data, idx, gaxis))
+    group = cx.emit1(graph.ReduceSumOp(e, [1], keepdims=False))
+    counts = cx.emit1(graph.GatherOp(group, idx, 0))
+    return [y, idx, inv, counts][:max(1, n.num_outputs())]

@@ -165,3 +165,37 @@ def test_conv_integer_refusals():
     inits = [helper.make_tensor("xz", U8, [2], [1, 2])]
     _unsupported(_model([node], [_vi("x", U8, [1, 2, 3, 3]), _vi("w", U8, [1, 2, 2, 2])], [_vi("y", I32, None)],
                         10, inits), "x's zero point has shape \\[2\\]: it must be a scalar")
+
+
+# --------------------------------------------------------------------------------------------
+# Compress / Unique: result sizes known only at run time
+
+
+@pytest.mark.parametrize("axis,cond_len", [(1, 3), (None, 7), (-3, 2)])
+def test_compress(axis, cond_len):
+    """With and without axis, a condition shorter than the axis; all-false gives an empty
+    result; one compile serves every count."""
+    attrs = {} if axis is None else {"axis": axis}
+    node = helper.make_node("Compress", ["x", "c"], ["y"], **attrs)
+    m = _model([node], [_vi("x", F, [2, 4, 3]), _vi("c", B, [cond_len])], [_vi("y", F, None)], 11)
+    x = _rng.standard_normal((2, 4, 3)).astype(np.float32)
+    conds = [_rng.random(cond_len) < 0.5, np.zeros(cond_len, bool), np.ones(cond_len, bool)]
+    check_against_ort(m, [{"x": x, "c": c} for c in conds], graph_ops=("graph.nonzero",))
+
+
+@pytest.mark.parametrize("attrs,shape", [({}, [7]), ({"sorted": 0}, [7]), ({"axis": 1}, [2, 5, 2]),
+                                         ({"axis": -1, "sorted": 0}, [3, 4])])
+def test_unique(attrs, shape):
+    """Sorted and not, with and without axis (slices compared lexicographically); repeated
+    values so that counts / inverse_indices / first indices matter."""
+    node = helper.make_node("Unique", ["x"], ["y", "idx", "inv", "cnt"], **attrs)
+    m = _model([node], [_vi("x", I64, shape)], [_vi("y", I64, None)] + [_vi(o, I64, None) for o in ("idx", "inv", "cnt")], 11)
+    feeds = [{"x": _rng.integers(0, k, shape).astype(np.int64)} for k in (2, 3, 50)]
+    check_against_ort(m, feeds, graph_ops=("graph.nonzero",))
+
+
+def test_unique_float_first_output_only():
+    node = helper.make_node("Unique", ["x"], ["y"])
+    m = _model([node], [_vi("x", F, [3, 3])], [_vi("y", F, None)], 11)
+    x = np.array([[2.5, -1.0, 2.5], [0.0, -0.0, 7.0], [-1.0, 3.0, 0.5]], np.float32)
+    check_against_ort(m, [{"x": x}])
