@@ -2324,6 +2324,10 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     ScatterNDOp,  # noqa: F401  (graph.ScatterNDOp)
     TopKOp,  # noqa: F401  (graph.TopKOp)
 )
+from minimlir.dialects._graph_coverage4 import (  # noqa: E402  (they use the helpers above)
+    COVERAGE4_OPS,
+    NmsSelectOp,  # noqa: F401  (graph.NmsSelectOp)
+)
 
 Graph = Dialect(
     "graph",
@@ -2342,6 +2346,7 @@ Graph = Dialect(
         CallKernelOp,
         *MORE_OPS,
         *COVERAGE_OPS,
+        *COVERAGE4_OPS,
     ],
     [],
 )

@@ -495,3 +495,108 @@ def emit_unique(n: NodeView) -> list:
     group = cx.emit1(graph.ReduceSumOp(e, [1], keepdims=False))
     counts = cx.emit1(graph.GatherOp(group, idx, 0))
     return [y, idx, inv, counts][:max(1, n.num_outputs())]
+
+
+# --------------------------------------------------------------------------------------------
+# NonMaxSuppression
+
+
+def _check_nms(node, opset):
+    cpb = _attr(node, "center_point_box", 0)
+    return None if cpb in (0, 1) else f"center_point_box must be 0 or 1, got {cpb}"
+
+
+def _scalar_input(n: NodeView, i: int, what: str, elem):
+    """Optional input i as a 0-d tensor of `elem` (a 1-element 1-D tensor is reshaped)."""
+    v = n.input(i)
+    if v is None:
+        return None
+    x = n.cx.ssa(v)
+    if _static_size(_shape(x)) != 1 or len(_shape(x)) > 1:
+        raise Unsupported(f"NonMaxSuppression: {what} must be a scalar, got shape {_shape(x)}")
+    if _elem(x) != elem:
+        x = n.cx.emit1(graph.CastOp(x, elem))
+    return n.cx.reshape(x, [])
+
+
+def _box_edges(cx, boxes, center: bool):
+    """(xmin, xmax, ymin, ymax), each [B, N], as onnxruntime computes them: corners in either
+    order (center_point_box 0: [y1, x1, y2, x2]) or center +- half size (1: [xc, yc, w, h])."""
+    cols = [_pick(cx, boxes, k, 2) for k in range(4)]
+    if center:
+        two = cx.scalar(2.0, f32)
+        hw, hh = cx.emit1(graph.DivOp(cols[2], two)), cx.emit1(graph.DivOp(cols[3], two))
+        return (cx.emit1(graph.SubOp(cols[0], hw)), cx.emit1(graph.AddOp(cols[0], hw)),
+                cx.emit1(graph.SubOp(cols[1], hh)), cx.emit1(graph.AddOp(cols[1], hh)))
+    y1, x1, y2, x2 = cols
+    return (cx.emit1(graph.MinOp(x1, x2)), cx.emit1(graph.MaxOp(x1, x2)),
+            cx.emit1(graph.MinOp(y1, y2)), cx.emit1(graph.MaxOp(y1, y2)))
+
+
+@onnx_op("NonMaxSuppression", check=_check_nms, min_opset=10)
+def emit_non_max_suppression(n: NodeView) -> list:
+    """NonMaxSuppression(boxes [B, N, 4], scores [B, C, N], max_output_boxes_per_class,
+    iou_threshold, score_threshold) -> selected_indices [?, 3] (batch, class, box), onnxruntime's
+    algorithm:
+
+      suppress[b, i, j] = IoU(box i, box j) > iou_threshold, with onnxruntime's early outs (an
+                          empty intersection, a non-positive area or union never suppresses)
+      order, sorted = graph.topk(scores, N) (descending; equal scores: the lower box first)
+      valid = sorted > score_threshold (all when absent)
+      keep = graph.nms_select(suppress, order, valid, max_output_boxes_per_class)  (by rank)
+      coords = graph.nonzero(keep) (b, c, rank: per batch, class, in selection order),
+      selected_indices = (b, c, order[b, c, rank])
+
+    The number selected is graph.nonzero's run-time count."""
+    cx = n.cx
+    boxes, scores = _ssa(n, 0), _ssa(n, 1)
+    bs, ss = _shape(boxes), _shape(scores)
+    if len(bs) != 3 or bs[2] != 4 or len(ss) != 3:
+        raise Unsupported(f"NonMaxSuppression: boxes must be [B, N, 4] and scores [B, C, N], got {bs} and {ss}")
+    if _elem(boxes) != f32 or _elem(scores) != f32:
+        raise Unsupported(f"NonMaxSuppression of {_elem(boxes)} boxes / {_elem(scores)} scores (float32 only)")
+    num = ss[2]
+    if num == DYNAMIC:
+        raise Unsupported("NonMaxSuppression with a dynamic number of boxes")
+    center = bool(n.attr("center_point_box", 0))
+    max_out = _scalar_input(n, 2, "max_output_boxes_per_class", i64)
+    if max_out is None:
+        max_out = cx.scalar(0, i64)
+    iou_t = _scalar_input(n, 3, "iou_threshold", f32)
+    if iou_t is None:
+        iou_t = cx.scalar(0.0, f32)
+    score_t = _scalar_input(n, 4, "score_threshold", f32)
+    b_len = cx.dims(boxes)[0]
+
+    xmin, xmax, ymin, ymax = _box_edges(cx, boxes, center)
+
+    def pair(v, op):  # [B, N] -> op(v[:, i, None], v[:, None, j]): [B, N, N]
+        return cx.emit1(op(cx.reshape(v, [b_len, num, 1]), cx.reshape(v, [b_len, 1, num])))
+
+    ix0, ix1 = pair(xmin, graph.MaxOp), pair(xmax, graph.MinOp)
+    iy0, iy1 = pair(ymin, graph.MaxOp), pair(ymax, graph.MinOp)
+    inter = cx.emit1(graph.MulOp(cx.emit1(graph.SubOp(ix1, ix0)), cx.emit1(graph.SubOp(iy1, iy0))))
+    area = cx.emit1(graph.MulOp(cx.emit1(graph.SubOp(xmax, xmin)), cx.emit1(graph.SubOp(ymax, ymin))))
+    a_i, a_j = cx.reshape(area, [b_len, num, 1]), cx.reshape(area, [b_len, 1, num])
+    union = cx.emit1(graph.SubOp(cx.emit1(graph.AddOp(a_i, a_j)), inter))
+    zero = cx.scalar(0.0, f32)
+    conds = [cx.emit1(graph.GtOp(ix1, ix0)), cx.emit1(graph.GtOp(iy1, iy0)), cx.emit1(graph.GtOp(inter, zero)),
+             cx.emit1(graph.GtOp(a_i, zero)), cx.emit1(graph.GtOp(a_j, zero)), cx.emit1(graph.GtOp(union, zero)),
+             cx.emit1(graph.GtOp(cx.emit1(graph.DivOp(inter, union)), iou_t))]
+    sup = conds[0]
+    for c in conds[1:]:
+        sup = cx.emit1(graph.AndOp(sup, c))
+    top = cx.emit(graph.TopKOp(scores, num, 2, largest=True))
+    srt, order = top.results
+    valid = cx.emit1(graph.GtOp(srt, score_t)) if score_t is not None else _all_true(cx, cx.dims(srt))
+    keep = cx.emit1(graph.NmsSelectOp(sup, order, valid, max_out))
+    coords = _nonzero(cx, keep)  # [3, ?]
+    box = cx.emit1(graph.GatherNDOp(order, cx.emit1(graph.TransposeOp(coords, [1, 0]))))  # [?]
+    bc = cx.emit1(graph.GatherOp(coords, _const(cx, np.array([0, 1], np.int64)), 0))  # [2, ?]
+    cnt = cx.dims(box)[0]
+    out = cx.emit1(graph.ConcatOp([bc, cx.reshape(box, [1, cnt])], 0))  # [3, ?]
+    return [cx.emit1(graph.TransposeOp(out, [1, 0]))]
+
+
+def _all_true(cx, shape):
+    return cx.broadcast_to(cx.scalar(True, i1), shape)

@@ -23,8 +23,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
-    "data-dependent": ("the output size depends on the data (not implemented yet for this op)", frozenset({
-        "NonMaxSuppression"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
         "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
     "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({

@@ -199,3 +199,42 @@ def test_unique_float_first_output_only():
     m = _model([node], [_vi("x", F, [3, 3])], [_vi("y", F, None)], 11)
     x = np.array([[2.5, -1.0, 2.5], [0.0, -0.0, 7.0], [-1.0, 3.0, 0.5]], np.float32)
     check_against_ort(m, [{"x": x}])
+
+
+# --------------------------------------------------------------------------------------------
+# NonMaxSuppression
+
+
+def _nms_model():
+    """Two NonMaxSuppression nodes on the same boxes: corners (center_point_box 0, a score
+    threshold) and centers (1, no score threshold)."""
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "m", "iou", "st"], ["sel0"], center_point_box=0),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "m", "iou"], ["sel1"], center_point_box=1)]
+    inits = [helper.make_tensor("m", I64, [1], [3]), helper.make_tensor("iou", F, [1], [0.3]),
+             helper.make_tensor("st", F, [1], [0.2])]
+    return _model(nodes, [_vi("boxes", F, ["b", 12, 4]), _vi("scores", F, ["b", 2, 12])],
+                  [_vi("sel0", I64, None), _vi("sel1", I64, None)], 11, inits)
+
+
+def _boxes(b):
+    """[y1, x1, y2, x2] with some corners flipped; read as [xc, yc, w, h] the sizes are positive."""
+    xy = _rng.random((b, 12, 2)).astype(np.float32) * 4
+    wh = 0.5 + _rng.random((b, 12, 2)).astype(np.float32) * 2
+    other = np.where(_rng.random((b, 12, 2)) < 0.3, xy - wh, xy + wh)
+    return np.concatenate([xy, np.abs(other)], 2).astype(np.float32)
+
+
+def test_non_max_suppression():
+    """Random overlapping boxes, two classes, repeated scores (ties: the lower box first), the
+    per-class limit, a dynamic batch."""
+    feeds = []
+    for b in (1, 2):
+        scores = _rng.integers(0, 6, (b, 2, 12)).astype(np.float32) / 5
+        feeds.append({"boxes": _boxes(b), "scores": scores})
+    check_against_ort(_nms_model(), feeds, graph_ops=("graph.nms_select", "graph.nonzero"))
+
+
+def test_non_max_suppression_illegal_center_point_box():
+    node = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], center_point_box=2)
+    m = _model([node], [_vi("boxes", F, [1, 3, 4]), _vi("scores", F, [1, 1, 3])], [_vi("sel", I64, None)], 11)
+    _unsupported(m, "center_point_box must be 0 or 1, got 2")
