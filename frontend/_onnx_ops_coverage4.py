@@ -600,3 +600,139 @@ def emit_non_max_suppression(n: NodeView) -> list:
 
 def _all_true(cx, shape):
     return cx.broadcast_to(cx.scalar(True, i1), shape)
+
+
+# --------------------------------------------------------------------------------------------
+# ReverseSequence, MaxUnpool, TensorScatter: index maps for graph.gather_elements / scatter
+
+
+def _along(cx, v, axis: int, rank: int):
+    """A 1-D tensor reshaped to lie along `axis` of a rank-`rank` tensor (1s elsewhere)."""
+    dims = [1] * rank
+    dims[axis] = cx.dims(v)[0]
+    return cx.reshape(v, dims)
+
+
+def _check_reverse_sequence(node, opset):
+    b, t = _attr(node, "batch_axis", 1), _attr(node, "time_axis", 0)
+    if {b, t} != {0, 1}:
+        return f"batch_axis and time_axis must be 0 and 1 (one each), got {b} and {t}"
+    return None
+
+
+@onnx_op("ReverseSequence", check=_check_reverse_sequence, min_opset=10)
+def emit_reverse_sequence(n: NodeView) -> list:
+    """ReverseSequence(input, sequence_lens) -> graph.gather_elements(input, idx, time_axis) with
+    idx = where(t < len[b], len[b] - 1 - t, t) broadcast to the input's shape (t the time index,
+    len[b] clamped to [0, T] so that no index leaves the input)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    lens = _ssa(n, 1)
+    rank = len(_shape(x))
+    if rank < 2:
+        raise Unsupported(f"ReverseSequence of a rank-{rank} input (it needs batch and time axes)")
+    if len(_shape(lens)) != 1 or not isinstance(_elem(lens), IntegerType):
+        raise Unsupported(f"ReverseSequence: sequence_lens must be a 1-D integer tensor, got {lens.type}")
+    b_ax, t_ax = int(n.attr("batch_axis", 1)), int(n.attr("time_axis", 0))
+    dims = cx.dims(x)
+    t_len = dims[t_ax]
+    if t_len == DYNAMIC or not isinstance(t_len, int):
+        raise Unsupported("ReverseSequence with a dynamic time dim")
+    lens = cx.emit1(graph.CastOp(lens, i64)) if _elem(lens) != i64 else lens
+    lens = cx.emit1(graph.ClipOp(lens, 0.0, float(t_len)))
+    ln = _along(cx, lens, b_ax, rank)
+    t = _const(cx, np.arange(t_len, dtype=np.int64).reshape([t_len if k == t_ax else 1 for k in range(rank)]))
+    rev = cx.emit1(graph.SubOp(cx.emit1(graph.SubOp(ln, cx.scalar(1, i64))), t))
+    idx = cx.emit1(graph.WhereOp(cx.emit1(graph.LtOp(t, ln)), rev, t))
+    idx = cx.broadcast_to(idx, dims)
+    return [cx.emit1(graph.GatherElementsOp(x, idx, t_ax))]
+
+
+def _prod(cx, dims):
+    out = 1
+    for d in dims:
+        out = cx.iarith("mul", out, d)
+    return out
+
+
+@onnx_op("MaxUnpool", min_opset=9)
+def emit_max_unpool(n: NodeView) -> list:
+    """MaxUnpool(X, I, output_shape) -> graph.reshape(graph.scatter_elements(zeros [prod(out)],
+    flat I, flat X, axis 0), out): I holds flat indices into the whole output (MaxPool's
+    Indices), so the spatial rank does not matter. The output shape is output_shape (a constant)
+    or (in - 1) * stride - pad_begin - pad_end + kernel per spatial dim."""
+    cx = n.cx
+    x, ind = _ssa(n, 0), _ssa(n, 1)
+    xs = _shape(x)
+    k = len(xs) - 2
+    kernel = n.attr("kernel_shape")
+    if kernel is None or len(kernel) != k:
+        raise Unsupported(f"MaxUnpool needs kernel_shape with {k} entries")
+    strides = list(n.attr("strides", [1] * k))
+    pads = list(n.attr("pads", [0] * (2 * k)))
+    if _shape(ind) != xs:
+        raise Unsupported(f"MaxUnpool: I has shape {_shape(ind)}, X has {xs}")
+    dims = cx.dims(x)
+    shape_v = n.input(2)
+    if shape_v is not None:
+        out = _const_input(n, 2, "output_shape")
+        out_dims = [int(d) for d in out.reshape(-1)]
+        if len(out_dims) != len(xs):
+            raise Unsupported(f"MaxUnpool: output_shape has {len(out_dims)} entries, expected {len(xs)}")
+        for i in (0, 1):
+            if isinstance(dims[i], int) and out_dims[i] != dims[i]:
+                raise Unsupported(f"MaxUnpool: output_shape {out_dims} changes dim {i} of X")
+        out_dims = list(dims[:2]) + out_dims[2:]
+    else:
+        spatial = []
+        for i in range(k):
+            if not isinstance(dims[2 + i], int):
+                raise Unsupported("MaxUnpool of a dynamic spatial dim")
+            spatial.append((dims[2 + i] - 1) * strides[i] - pads[i] - pads[k + i] + kernel[i])
+        out_dims = list(dims[:2]) + spatial
+    total = _prod(cx, out_dims)
+    zeros = cx.broadcast_to(cx.scalar(0, _elem(x)), [total])
+    count = _prod(cx, dims)
+    y = cx.emit1(graph.ScatterElementsOp(zeros, cx.reshape(ind, [count]), cx.reshape(x, [count]), 0))
+    return [cx.reshape(y, out_dims)]
+
+
+def _check_tensor_scatter(node, opset):
+    mode = _s(_attr(node, "mode", "linear"))
+    return None if mode in ("linear", "circular") else f"mode '{mode}' (linear or circular)"
+
+
+@onnx_op("TensorScatter", check=_check_tensor_scatter, min_opset=24)
+def emit_tensor_scatter(n: NodeView) -> list:
+    """TensorScatter(past_cache, update, write_indices) -> graph.where(0 <= k < S_upd,
+    graph.gather_elements(update, clamp(k), axis), past_cache) with k = s - write_indices[b]
+    for each cache position s along axis (circular: modulo the cache length): update[b, .., k, ..]
+    lands at past[b, .., write_indices[b] + k, ..]."""
+    cx = n.cx
+    past, upd = _ssa(n, 0), _ssa(n, 1)
+    ps, us = _shape(past), _shape(upd)
+    rank = len(ps)
+    if rank < 2 or len(us) != rank:
+        raise Unsupported(f"TensorScatter: past_cache {ps} and update {us} must have the same rank >= 2")
+    axis = _axis(int(n.attr("axis", -2)), rank)
+    if axis == 0:
+        raise Unsupported("TensorScatter: axis must not be the batch axis 0")
+    s_max, s_upd = ps[axis], us[axis]
+    if DYNAMIC in (s_max, s_upd):
+        raise Unsupported("TensorScatter with a dynamic sequence dim")
+    circular = _s(n.attr("mode", "linear")) == "circular"
+    s = _const(cx, np.arange(s_max, dtype=np.int64).reshape([s_max if j == axis else 1 for j in range(rank)]))
+    if n.input(2) is not None:
+        w = _ssa(n, 2)
+        w = cx.emit1(graph.CastOp(w, i64)) if _elem(w) != i64 else w
+        k = cx.emit1(graph.SubOp(s, _along(cx, w, 0, rank)))
+    else:
+        k = s
+    if circular:  # k in (-s_max, s_max) for valid write indices
+        k = cx.emit1(graph.ModOp(cx.emit1(graph.AddOp(k, cx.scalar(s_max, i64))), cx.scalar(s_max, i64)))
+    inside = cx.emit1(graph.AndOp(cx.emit1(graph.GeOp(k, cx.scalar(0, i64))),
+                                  cx.emit1(graph.LtOp(k, cx.scalar(s_upd, i64)))))
+    kc = cx.emit1(graph.ClipOp(k, 0.0, float(s_upd - 1)))
+    dims = cx.dims(past)
+    src = cx.emit1(graph.GatherElementsOp(upd, cx.broadcast_to(kc, [*cx.dims(upd)[:axis], s_max, *cx.dims(upd)[axis + 1:]]), axis))
+    return [cx.emit1(graph.WhereOp(cx.broadcast_to(inside, dims), src, past))]

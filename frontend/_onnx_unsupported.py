@@ -24,12 +24,10 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
-        "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
+        "RoiAlign", "MaxRoiPool", "DeformConv"})),
     "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({
         "BitCast"})),
     "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
-    "sequence-ops": ("per-sequence reversal / cache scatter (not implemented yet)", frozenset({
-        "ReverseSequence", "TensorScatter"})),
 }
 
 _BY_OP = {op: text for text, ops in CATEGORIES.values() for op in ops}

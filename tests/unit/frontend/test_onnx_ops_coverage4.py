@@ -238,3 +238,45 @@ def test_non_max_suppression_illegal_center_point_box():
     node = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], center_point_box=2)
     m = _model([node], [_vi("boxes", F, [1, 3, 4]), _vi("scores", F, [1, 1, 3])], [_vi("sel", I64, None)], 11)
     _unsupported(m, "center_point_box must be 0 or 1, got 2")
+
+
+# --------------------------------------------------------------------------------------------
+# ReverseSequence / MaxUnpool / TensorScatter
+
+
+@pytest.mark.parametrize("batch_axis,time_axis", [(1, 0), (0, 1)])
+def test_reverse_sequence(batch_axis, time_axis):
+    """Lengths 0..T (0 and 1 leave the sequence as it is); a trailing feature dim."""
+    node = helper.make_node("ReverseSequence", ["x", "l"], ["y"], batch_axis=batch_axis, time_axis=time_axis)
+    shape = [4, 5, 2] if time_axis == 0 else [5, 4, 2]
+    m = _model([node], [_vi("x", F, shape), _vi("l", I64, [5])], [_vi("y", F, None)], 10)
+    feeds = [{"x": _rng.standard_normal(shape).astype(np.float32), "l": np.array([0, 1, 4, 2, 3], np.int64)}]
+    check_against_ort(m, feeds, graph_ops=("graph.gather_elements",))
+
+
+def test_max_unpool_inverts_max_pool():
+    """MaxPool's Indices into MaxUnpool: a 4x4 input comes back as the default 4x4 output; a 5x5
+    one needs output_shape (the default would be 4x4), and its indices are into that 5x5 output,
+    as onnxruntime reads them (onnx's reference pads a 4x4 result instead)."""
+    nodes = [helper.make_node("MaxPool", ["a"], ["pa", "ia"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["pa", "ia"], ["y4"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["b"], ["pb", "ib"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["pb", "ib", "shape"], ["y5"], kernel_shape=[2, 2], strides=[2, 2])]
+    inits = [helper.make_tensor("shape", I64, [4], [2, 3, 5, 5])]
+    m = _model(nodes, [_vi("a", F, [2, 3, 4, 4]), _vi("b", F, [2, 3, 5, 5])], [_vi("y4", F, None), _vi("y5", F, None)],
+               11, inits)
+    check_against_ort(m, [{"a": _rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
+                           "b": _rng.standard_normal((2, 3, 5, 5)).astype(np.float32)}],
+                      graph_ops=("graph.scatter_elements",))
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter(mode):
+    """Per-batch write positions; circular wraps past the end of the cache."""
+    node = helper.make_node("TensorScatter", ["past", "upd", "w"], ["y"], mode=mode)
+    m = _model([node], [_vi("past", F, [3, 2, 6, 4]), _vi("upd", F, [3, 2, 3, 4]), _vi("w", I64, [3])],
+               [_vi("y", F, None)], 24)
+    w = np.array([0, 3, 5] if mode == "circular" else [0, 3, 2], np.int64)
+    feeds = [{"past": _rng.standard_normal((3, 2, 6, 4)).astype(np.float32),
+              "upd": _rng.standard_normal((3, 2, 3, 4)).astype(np.float32), "w": w}]
+    check_against_ort(m, feeds)
