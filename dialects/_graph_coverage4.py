@@ -3,11 +3,13 @@
 
     %k = graph.nms_select %sup, %order, %valid, %max
            : (tensor<1x6x6xi1>, tensor<1x2x6xi64>, tensor<1x2x6xi1>, tensor<i64>) -> tensor<1x2x6xi1>
+    %y = graph.bitcast %x : tensor<?x3xf32> -> tensor<?x3xi32>
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import TensorType, i1, i64
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType, i1, i64
+from xdsl.ir import Attribute
 from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
@@ -60,4 +62,40 @@ class NmsSelectOp(IRDLOperation):
             raise VerifyException(f"the result must be i1 of order's shape, got {self.result.type}")
 
 
-COVERAGE4_OPS = [NmsSelectOp]
+def _bit_width(t: Attribute) -> int | None:
+    if isinstance(t, IntegerType):
+        return t.width.data
+    if isinstance(t, AnyFloat):
+        return t.bitwidth
+    return None
+
+
+@irdl_op_definition
+class BitcastOp(IRDLOperation):
+    """Elementwise reinterpretation of each element's bits as another type of the same width.
+
+    `graph.bitcast %x : tensor<3xf32> -> tensor<3xi32>` (ONNX BitCast between equal widths);
+    i1 is not a bit pattern of its own here, so it takes no part."""
+
+    name = "graph.bitcast"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), FusionKind.ELEMWISE)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        super().__init__(operands=[input], result_types=[_tensor(_shape(input), element_type)])
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        a, b = _elt(self.input), _elt(self.result)
+        wa, wb = _bit_width(a), _bit_width(b)
+        if wa is None or wb is None or wa != wb or wa == 1:
+            raise VerifyException(f"bitcast needs element types of the same width (not i1), got {a} and {b}")
+        if _shape(self.input) != _shape(self.result):
+            raise VerifyException(f"the result shape {_shape(self.result)} must be the input's {_shape(self.input)}")
+
+
+COVERAGE4_OPS = [NmsSelectOp, BitcastOp]

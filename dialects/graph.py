@@ -2326,6 +2326,7 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
 )
 from minimlir.dialects._graph_coverage4 import (  # noqa: E402  (they use the helpers above)
     COVERAGE4_OPS,
+    BitcastOp,  # noqa: F401  (graph.BitcastOp)
     NmsSelectOp,  # noqa: F401  (graph.NmsSelectOp)
 )
 

@@ -736,3 +736,38 @@ def emit_tensor_scatter(n: NodeView) -> list:
     dims = cx.dims(past)
     src = cx.emit1(graph.GatherElementsOp(upd, cx.broadcast_to(kc, [*cx.dims(upd)[:axis], s_max, *cx.dims(upd)[axis + 1:]]), axis))
     return [cx.emit1(graph.WhereOp(cx.broadcast_to(inside, dims), src, past))]
+
+
+# --------------------------------------------------------------------------------------------
+# BitCast
+
+
+def _check_bitcast(node, opset):
+    to = _attr(node, "to")
+    if to not in _DTYPES:
+        return f"to {onnx_dtype_name(to) if to is not None else '(missing)'}"
+    return None
+
+
+@onnx_op("BitCast", check=_check_bitcast, min_opset=26)
+def emit_bitcast(n: NodeView) -> list:
+    """BitCast(x, to) -> graph.bitcast between element types of the same width; bool -> an 8-bit
+    integer is graph.cast (a bool byte is 0 or 1). Between different widths (the last dim
+    changes) it is refused."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    to = _DTYPES[int(n.attr("to"))][1]
+    src = _elem(x)
+    if src == to:
+        return [x]
+    if src == i1:
+        if isinstance(to, IntegerType) and to.width.data == 8:
+            return [cx.emit1(graph.CastOp(x, to))]
+        raise Unsupported(f"BitCast of bool to {to} (a different width: only 8-bit integers)")
+    if to == i1:
+        raise Unsupported(f"BitCast of {src} to bool (a byte other than 0 / 1 is no bool)")
+    from minimlir.dialects._graph_coverage4 import _bit_width
+
+    if _bit_width(src) != _bit_width(to):
+        raise Unsupported(f"BitCast between different widths ({src} to {to}: the last dim would change)")
+    return [cx.emit1(graph.BitcastOp(x, to))]

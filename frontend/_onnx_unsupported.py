@@ -25,8 +25,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "DFT", "STFT", "MelWeightMatrix"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
         "RoiAlign", "MaxRoiPool", "DeformConv"})),
-    "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({
-        "BitCast"})),
     "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
 }
 

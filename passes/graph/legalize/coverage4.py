@@ -1,5 +1,7 @@
 """Legalizations of the ops of `minimlir.dialects._graph_coverage4`.
 
+    bitcast:    elementwise block "bitcast": y[i] = arith.bitcast x[i].
+
     nms_select: block "nms_init" (keep = false, per (b, c, r)) and "nms_count_init" (count = 0,
                 per (b, c)), then block "nms_select" over (b, c, r, q), q innermost: at q = 0 a
                 one-element-per-(b, c) flag starts as valid[b, c, r] and count < max; every q
@@ -12,10 +14,12 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IndexType, i1, i64
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, TensorType, i1, i64
 
 from minimlir.dialects import graph
 from minimlir.passes.graph.legalize._common import Legalization, legalizes
+from minimlir.passes.graph.legalize.elementwise import build_elementwise
 from minimlir.passes.loop._kernel_builder import KernelBuilder
 
 
@@ -51,3 +55,13 @@ class LegalizeNmsSelect(Legalization):
             e.store(e.select(at_end, f, e.load(keep, [b, c, r])), keep, [b, c, r])
             e.store(e.add(cnt, e.select(at_end, e.cast(f, i64), e.const(0, i64))), count, bc)
         scratch.free()
+
+
+@legalizes(graph.BitcastOp)
+class LegalizeBitcast(Legalization):
+    """y[i] = the bits of x[i] read as y's element type."""
+
+    def build(self, op: graph.BitcastOp, kb: KernelBuilder) -> None:
+        assert isinstance(op.result.type, TensorType)
+        to = op.result.type.get_element_type()
+        build_elementwise(kb, "bitcast", lambda b, v: b.emit(arith.BitcastOp(v[0], to)))

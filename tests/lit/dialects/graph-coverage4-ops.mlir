@@ -10,3 +10,10 @@ func.func @nms_select(%s: tensor<?x6x6xi1>, %o: tensor<?x2x6xi64>, %v: tensor<?x
   %0 = graph.nms_select %s, %o, %v, %m : (tensor<?x6x6xi1>, tensor<?x2x6xi64>, tensor<?x2x6xi1>, tensor<i64>) -> tensor<?x2x6xi1>
   func.return %0 : tensor<?x2x6xi1>
 }
+
+// CHECK-LABEL: func.func @bitcast
+// CHECK-NEXT:    %{{.*}} = graph.bitcast %{{.*}} : tensor<?x3xf32> -> tensor<?x3xi32>
+func.func @bitcast(%x: tensor<?x3xf32>) -> tensor<?x3xi32> {
+  %0 = graph.bitcast %x : tensor<?x3xf32> -> tensor<?x3xi32>
+  func.return %0 : tensor<?x3xi32>
+}

@@ -1,4 +1,4 @@
-// RUN: mini-opt %s -p graph-legalize | filecheck %s
+// RUN: mini-opt %s --split-input-file -p graph-legalize | filecheck %s
 
 // graph.nms_select: keep and the per-(b, c) count start at 0; one nest over (b, c, r, q) carries
 // the flag of candidate r through q (cleared by a kept q that suppresses r), stored at q = N-1.
@@ -20,4 +20,16 @@
 func.func @nms(%s: tensor<?x6x6xi1>, %o: tensor<?x2x6xi64>, %v: tensor<?x2x6xi1>, %m: tensor<i64>) -> tensor<?x2x6xi1> {
   %0 = graph.nms_select %s, %o, %v, %m : (tensor<?x6x6xi1>, tensor<?x2x6xi64>, tensor<?x2x6xi1>, tensor<i64>) -> tensor<?x2x6xi1>
   func.return %0 : tensor<?x2x6xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @bitcast_0
+// CHECK:         loop.block "bitcast"
+// CHECK:           %[[V:.*]] = mem.load
+// CHECK-NEXT:      %[[B:.*]] = arith.bitcast %[[V]] : f32 to i32
+// CHECK-NEXT:      mem.store %[[B]]
+func.func @bitcast(%x: tensor<?x3xf32>) -> tensor<?x3xi32> {
+  %0 = graph.bitcast %x : tensor<?x3xf32> -> tensor<?x3xi32>
+  func.return %0 : tensor<?x3xi32>
 }

@@ -280,3 +280,31 @@ def test_tensor_scatter(mode):
     feeds = [{"past": _rng.standard_normal((3, 2, 6, 4)).astype(np.float32),
               "upd": _rng.standard_normal((3, 2, 3, 4)).astype(np.float32), "w": w}]
     check_against_ort(m, feeds)
+
+
+# --------------------------------------------------------------------------------------------
+# BitCast (opset 26: onnxruntime's opset is older, so against numpy's view)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.int32), (np.uint16, np.float16), (np.int64, np.float64),
+                                     (np.bool_, np.uint8)])
+def test_bitcast_same_width(src, dst):
+    from minimlir.frontend.api import compile as mini_compile
+    from minimlir.frontend.onnx_import import _NP_TO_ONNX
+
+    node = helper.make_node("BitCast", ["x"], ["y"], to=_NP_TO_ONNX[np.dtype(dst)])
+    m = _model([node], [_vi("x", _NP_TO_ONNX[np.dtype(src)], ["n", 3])], [_vi("y", _NP_TO_ONNX[np.dtype(dst)], None)], 26)
+    m.ir_version = 13
+    f = mini_compile(m, cache=False)
+    for n in (1, 4):
+        x = (_rng.random((n, 3)) < 0.5) if src == np.bool_ else _ints(np.int64, n, 3).view(np.uint8)[:, :3 * np.dtype(src).itemsize].copy().view(src).reshape(n, 3)
+        (y,) = f(x)
+        assert y.dtype == dst
+        np.testing.assert_array_equal(y.view(np.uint8), x.view(np.uint8))
+
+
+def test_bitcast_refusals():
+    for to, match in ((TensorProto.INT16, "different widths"), (TensorProto.BOOL, "to bool")):
+        node = helper.make_node("BitCast", ["x"], ["y"], to=to)
+        m = _model([node], [_vi("x", F if to != TensorProto.BOOL else U8, [3])], [_vi("y", to, None)], 26)
+        _unsupported(m, match)
