@@ -771,3 +771,60 @@ def emit_bitcast(n: NodeView) -> list:
     if _bit_width(src) != _bit_width(to):
         raise Unsupported(f"BitCast between different widths ({src} to {to}: the last dim would change)")
     return [cx.emit1(graph.BitcastOp(x, to))]
+
+
+# --------------------------------------------------------------------------------------------
+# Det
+
+_DET_MAX_N = 32
+
+
+@onnx_op("Det", min_opset=11)
+def emit_det(n: NodeView) -> list:
+    """Det(X [..., n, n]) -> LU factorization with partial pivoting, unrolled over the static n,
+    in X's float type (batch dims flattened to one). Step k: p = graph.argmax over rows >= k of
+    |A[:, k]| (the first largest, as LAPACK), rows k and p swapped (graph.gather_elements with
+    a swap index), det *= pivot and the sign flips when p != k; rows below k lose
+    (A[i, k] / pivot) * A[k] (nothing when the pivot is 0: the determinant is 0 then)."""
+    cx = n.cx
+    x = _ssa(n, 0)
+    el = _elem(x)
+    if not isinstance(el, AnyFloat):
+        raise Unsupported(f"Det of {el}")
+    xs = _shape(x)
+    if len(xs) < 2 or xs[-1] != xs[-2] or xs[-1] == DYNAMIC:
+        raise Unsupported(f"Det needs square matrices of a static size in the last two dims, got {xs}")
+    size = xs[-1]
+    if size > _DET_MAX_N:
+        raise Unsupported(f"Det of {size}x{size} matrices (the factorization is unrolled up to {_DET_MAX_N})")
+    dims = cx.dims(x)
+    batch = dims[:-2]
+    m = _prod(cx, batch)
+    a = cx.reshape(x, [m, size, size])
+    rows = np.arange(size, dtype=np.int64)
+    det = cx.broadcast_to(cx.scalar(1.0, el), [m])
+    zero, one = cx.scalar(0.0, el), cx.scalar(1.0, el)
+    for k in range(size):
+        col = cx.emit1(graph.AbsOp(_pick(cx, a, k, 2)))  # [M, n]
+        below = _const(cx, (rows >= k).reshape(1, size))
+        col = cx.emit1(graph.WhereOp(below, col, cx.scalar(-1.0, el)))
+        p = cx.reshape(cx.emit1(graph.ArgMaxOp(col, 1, keepdims=False)), [m, 1])  # [M, 1]
+        r = _const(cx, rows.reshape(1, size))
+        kk = cx.scalar(k, i64)
+        swap = cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(r, kk)), cx.broadcast_to(p, [m, size]),
+                                      cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(r, p)), cx.broadcast_to(kk, [m, size]),
+                                                             cx.broadcast_to(r, [m, size])))))
+        a = cx.emit1(graph.GatherElementsOp(a, cx.broadcast_to(cx.reshape(swap, [m, size, 1]), [m, size, size]), 1))
+        flip = cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(cx.reshape(p, [m]), kk)), one, cx.scalar(-1.0, el)))
+        pivot = _pick(cx, _pick(cx, a, k, 1), k, 1)  # [M]
+        det = cx.emit1(graph.MulOp(det, cx.emit1(graph.MulOp(flip, pivot))))
+        if k == size - 1:
+            break
+        safe = cx.emit1(graph.WhereOp(cx.emit1(graph.EqOp(pivot, zero)), one, pivot))
+        factor = cx.emit1(graph.DivOp(_pick(cx, a, k, 2), cx.reshape(safe, [m, 1])))  # [M, n]
+        lower = _const(cx, (rows > k).reshape(1, size))
+        factor = cx.emit1(graph.WhereOp(cx.emit1(graph.AndOp(lower, cx.emit1(graph.NotOp(
+            cx.emit1(graph.EqOp(cx.reshape(pivot, [m, 1]), zero)))))), factor, zero))
+        row_k = cx.reshape(_pick(cx, a, k, 1), [m, 1, size])
+        a = cx.emit1(graph.SubOp(a, cx.emit1(graph.MulOp(cx.reshape(factor, [m, size, 1]), row_k))))
+    return [cx.reshape(det, batch)]

@@ -25,7 +25,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "DFT", "STFT", "MelWeightMatrix"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
         "RoiAlign", "MaxRoiPool", "DeformConv"})),
-    "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
 }
 
 _BY_OP = {op: text for text, ops in CATEGORIES.values() for op in ops}

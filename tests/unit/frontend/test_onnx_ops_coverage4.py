@@ -308,3 +308,29 @@ def test_bitcast_refusals():
         node = helper.make_node("BitCast", ["x"], ["y"], to=to)
         m = _model([node], [_vi("x", F if to != TensorProto.BOOL else U8, [3])], [_vi("y", to, None)], 26)
         _unsupported(m, match)
+
+
+# --------------------------------------------------------------------------------------------
+# Det
+
+
+@pytest.mark.parametrize("elem,dtype", [(F, np.float32), (TensorProto.DOUBLE, np.float64)])
+def test_det_batched(elem, dtype):
+    """Random 4x4 matrices, one needing a row swap (a zero first pivot), one singular, one with
+    a zero column; batch dims [b, 2] with b dynamic."""
+    node = helper.make_node("Det", ["x"], ["y"])
+    m = _model([node], [_vi("x", elem, ["b", 2, 4, 4])], [_vi("y", elem, None)], 11)
+    x = _rng.standard_normal((3, 2, 4, 4)).astype(dtype)
+    x[0, 1, 0, 0] = 0
+    x[1, 0, 3] = x[1, 0, 0] + x[1, 0, 1]  # singular
+    x[2, 1, :, 2] = 0
+    if dtype == np.float32:
+        check_against_ort(m, [{"x": x}, {"x": x[:1]}], rtol=1e-4, atol=1e-5)
+        return
+    from minimlir.frontend.api import compile as mini_compile  # onnxruntime has no float64 Det
+
+    f = mini_compile(m, cache=False)
+    for xb in (x, x[:1]):
+        (y,) = f(xb)
+        assert y.dtype == np.float64 and y.shape == xb.shape[:2]
+        np.testing.assert_allclose(y, np.linalg.det(xb), rtol=1e-12, atol=1e-13)
