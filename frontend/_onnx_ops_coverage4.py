@@ -828,3 +828,125 @@ def emit_det(n: NodeView) -> list:
         row_k = cx.reshape(_pick(cx, a, k, 1), [m, 1, size])
         a = cx.emit1(graph.SubOp(a, cx.emit1(graph.MulOp(cx.reshape(factor, [m, size, 1]), row_k))))
     return [cx.reshape(det, batch)]
+
+
+# --------------------------------------------------------------------------------------------
+# RoiAlign
+
+
+def _check_roi_align(node, opset):
+    ctm = _s(_attr(node, "coordinate_transformation_mode", "half_pixel"))
+    if ctm not in ("half_pixel", "output_half_pixel"):
+        return f"coordinate_transformation_mode '{ctm}' (half_pixel or output_half_pixel)"
+    mode = _s(_attr(node, "mode", "avg"))
+    if mode not in ("avg", "max"):
+        return f"mode '{mode}' (avg or max)"
+    if _attr(node, "sampling_ratio", 0) <= 0:
+        return ("sampling_ratio 0 (adaptive: the sampling grid of each roi depends on its size, known "
+                "only at run time); a fixed sampling_ratio > 0 is supported")
+    if _attr(node, "output_height", 1) < 1 or _attr(node, "output_width", 1) < 1:
+        return "output_height and output_width must be >= 1"
+    return None
+
+
+def _roi_axis(cx, start, size, bins: int, grid: int, extent: int, el):
+    """The sample coordinates along one axis, onnxruntime's bilinear set-up: for roi r, bin p and
+    sample i, c = start + p * bin + (i + 0.5) * bin / grid, shaped [R, bins, grid]; returns
+    (valid, low, high, weight of low, weight of high) with the border rules (outside [-1, extent]:
+    no contribution; clamped at 0; at or past extent - 1 both taps are the last row)."""
+    r = cx.dims(start)[0]
+    b = cx.reshape(cx.emit1(graph.DivOp(size, cx.scalar(float(bins), el))), [r, 1, 1])
+    p = _const(cx, np.arange(bins, dtype=_np(el)).reshape(1, bins, 1))
+    i = _const(cx, (np.arange(grid) + 0.5).astype(_np(el)).reshape(1, 1, grid))
+    c = cx.emit1(graph.AddOp(cx.emit1(graph.AddOp(cx.reshape(start, [r, 1, 1]), cx.emit1(graph.MulOp(p, b)))),
+                             cx.emit1(graph.DivOp(cx.emit1(graph.MulOp(i, b)), cx.scalar(float(grid), el)))))
+    valid = cx.emit1(graph.NotOp(cx.emit1(graph.OrOp(cx.emit1(graph.LtOp(c, cx.scalar(-1.0, el))),
+                                                     cx.emit1(graph.GtOp(c, cx.scalar(float(extent), el)))))))
+    c = cx.emit1(graph.MaxOp(c, cx.scalar(0.0, el)))
+    low = cx.emit1(graph.FloorOp(c))
+    last = cx.scalar(float(extent - 1), el)
+    edge = cx.emit1(graph.GeOp(low, last))
+    low = cx.emit1(graph.WhereOp(edge, last, low))
+    c = cx.emit1(graph.WhereOp(edge, low, c))
+    high = cx.emit1(graph.WhereOp(edge, low, cx.emit1(graph.AddOp(low, cx.scalar(1.0, el)))))
+    lw = cx.emit1(graph.SubOp(c, low))
+    hw = cx.emit1(graph.SubOp(cx.scalar(1.0, el), lw))
+    return valid, low, high, hw, lw
+
+
+def _np(el):
+    from minimlir.frontend.onnx_import import numpy_dtype_of
+
+    return numpy_dtype_of(el)
+
+
+@onnx_op("RoiAlign", check=_check_roi_align, min_opset=10)
+def emit_roi_align(n: NodeView) -> list:
+    """RoiAlign(X [N, C, H, W], rois [R, 4], batch_indices [R]) -> [R, C, oh, ow], onnxruntime's
+    algorithm with a fixed sampling_ratio g: per roi, bin (ph, pw) averages (or takes the max
+    of) g x g bilinear samples, each sum of four taps w_k * X[b, c, y_k, x_k] (max mode: the
+    largest of the four weighted taps). The sample coordinates and weights are [R, oh, g] and
+    [R, ow, g] graph ops; the taps are one graph.gather each from the flattened X at
+    ((b * C + c) * H + y) * W + x, then reduced over the g x g samples of each bin."""
+    cx = n.cx
+    x, rois, bidx = _ssa(n, 0), _ssa(n, 1), _ssa(n, 2)
+    el = _elem(x)
+    if not isinstance(el, AnyFloat):
+        raise Unsupported(f"RoiAlign of {el}")
+    xs = _shape(x)
+    if len(xs) != 4 or DYNAMIC in xs[1:]:
+        raise Unsupported(f"RoiAlign needs X of shape [N, C, H, W] with static C, H, W, got {xs}")
+    if len(_shape(rois)) != 2 or _shape(rois)[1] != 4:
+        raise Unsupported(f"RoiAlign: rois must be [num_rois, 4], got {_shape(rois)}")
+    _, c_len, h, w = xs
+    oh, ow = int(n.attr("output_height", 1)), int(n.attr("output_width", 1))
+    g = int(n.attr("sampling_ratio", 0))
+    scale = float(n.attr("spatial_scale", 1.0))
+    ctm = _s(n.attr("coordinate_transformation_mode", "half_pixel" if n.opset >= 16 else "output_half_pixel"))
+    half = ctm == "half_pixel"
+    mode = _s(n.attr("mode", "avg"))
+    if _elem(rois) != el:
+        rois = cx.emit1(graph.CastOp(rois, el))
+    r_len = cx.dims(rois)[0]
+    off = cx.scalar(0.5 if half else 0.0, el)
+    sc = cx.scalar(scale, el)
+    x1, y1, x2, y2 = (cx.emit1(graph.SubOp(cx.emit1(graph.MulOp(_pick(cx, rois, k, 1), sc)), off)) for k in range(4))
+    rw, rh = cx.emit1(graph.SubOp(x2, x1)), cx.emit1(graph.SubOp(y2, y1))
+    if not half:
+        rw, rh = cx.emit1(graph.MaxOp(rw, cx.scalar(1.0, el))), cx.emit1(graph.MaxOp(rh, cx.scalar(1.0, el)))
+    vy, yl, yh, why, wly = _roi_axis(cx, y1, rh, oh, g, h, el)  # [R, oh, g]
+    vx, xl, xh, whx, wlx = _roi_axis(cx, x1, rw, ow, g, w, el)  # [R, ow, g]
+
+    def ys(v):
+        return cx.reshape(v, [r_len, oh, g, 1, 1])
+
+    def xs_(v):
+        return cx.reshape(v, [r_len, 1, 1, ow, g])
+
+    valid = cx.emit1(graph.CastOp(cx.emit1(graph.AndOp(ys(vy), xs_(vx))), el))
+    p = oh * g * ow * g
+    b = cx.emit1(graph.CastOp(bidx, i64)) if _elem(bidx) != i64 else bidx
+    base = cx.emit1(graph.MulOp(cx.emit1(graph.AddOp(cx.emit1(graph.MulOp(cx.reshape(b, [r_len, 1, 1]),
+                                                                         cx.scalar(c_len, i64))),
+                                                     _const(cx, np.arange(c_len, dtype=np.int64).reshape(1, c_len, 1)))),
+                                cx.scalar(h * w, i64)))  # [R, C, 1]
+    total = _prod(cx, cx.dims(x))
+    flat = cx.reshape(x, [total])
+    terms = []
+    for yv, wy in ((yl, why), (yh, wly)):
+        for xv, wx in ((xl, whx), (xh, wlx)):
+            pos = cx.emit1(graph.AddOp(cx.emit1(graph.MulOp(ys(yv), cx.scalar(float(w), el))), xs_(xv)))
+            pos = cx.reshape(cx.emit1(graph.CastOp(pos, i64)), [r_len, 1, p])
+            wt = cx.reshape(cx.emit1(graph.MulOp(cx.emit1(graph.MulOp(ys(wy), xs_(wx))), valid)), [r_len, 1, p])
+            vals = cx.emit1(graph.GatherOp(flat, cx.emit1(graph.AddOp(base, pos)), 0))  # [R, C, P]
+            terms.append(cx.emit1(graph.MulOp(wt, vals)))
+    comb = graph.AddOp if mode == "avg" else graph.MaxOp
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = cx.emit1(comb(acc, t))
+    acc = cx.reshape(acc, [r_len, c_len, oh, g, ow, g])
+    if mode == "avg":
+        y = cx.emit1(graph.DivOp(cx.emit1(graph.ReduceSumOp(acc, [3, 5], keepdims=False)), cx.scalar(float(g * g), el)))
+    else:
+        y = cx.emit1(graph.ReduceMaxOp(acc, [3, 5], keepdims=False))
+    return [y]

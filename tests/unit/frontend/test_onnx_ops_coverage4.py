@@ -334,3 +334,30 @@ def test_det_batched(elem, dtype):
         (y,) = f(xb)
         assert y.dtype == np.float64 and y.shape == xb.shape[:2]
         np.testing.assert_allclose(y, np.linalg.det(xb), rtol=1e-12, atol=1e-13)
+
+
+# --------------------------------------------------------------------------------------------
+# RoiAlign
+
+
+def test_roi_align_modes():
+    """half_pixel + avg and output_half_pixel + max on one model, spatial_scale 0.5, rois partly
+    outside the image and smaller than a pixel; the number of rois is dynamic."""
+    common = dict(output_height=3, output_width=2, sampling_ratio=2, spatial_scale=0.5)
+    nodes = [helper.make_node("RoiAlign", ["x", "rois", "b"], ["avg"], coordinate_transformation_mode="half_pixel",
+                              **common),
+             helper.make_node("RoiAlign", ["x", "rois", "b"], ["max"], coordinate_transformation_mode="output_half_pixel",
+                              mode="max", **common)]
+    m = _model(nodes, [_vi("x", F, [2, 3, 6, 7]), _vi("rois", F, ["r", 4]), _vi("b", I64, ["r"])],
+               [_vi("avg", F, None), _vi("max", F, None)], 16)
+    x = _rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    rois = np.array([[0, 0, 13, 11], [-4, 2, 6, 15], [3.3, 4.1, 3.6, 4.2], [8, 1, 20, 9]], np.float32)
+    b = np.array([0, 1, 1, 0], np.int64)
+    check_against_ort(m, [{"x": x, "rois": rois, "b": b}, {"x": x, "rois": rois[1:2], "b": b[1:2]}],
+                      rtol=1e-5, atol=1e-6)
+
+
+def test_roi_align_adaptive_sampling_is_refused():
+    node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"])
+    m = _model([node], [_vi("x", F, [1, 1, 4, 4]), _vi("rois", F, [1, 4]), _vi("b", I64, [1])], [_vi("y", F, None)], 16)
+    _unsupported(m, "sampling_ratio 0 \\(adaptive")
