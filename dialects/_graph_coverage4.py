@@ -38,7 +38,9 @@ class NmsSelectOp(IRDLOperation):
     result = result_def(TensorType)
 
     traits = traits_def(Pure(), FusionKind.OPAQUE)
-    assembly_format = "$suppress `,` $order `,` $valid `,` $max_per_class attr-dict `:` functional-type(operands, results)"
+    assembly_format = (
+        "$suppress `,` $order `,` $valid `,` $max_per_class attr-dict `:` functional-type(operands, results)"
+    )
 
     def __init__(self, suppress: SSAValue, order: SSAValue, valid: SSAValue, max_per_class: SSAValue):
         super().__init__(operands=[suppress, order, valid, max_per_class],

@@ -1,7 +1,7 @@
 """ONNX op emitters of the fourth operator-coverage round (issue 14), registered in the op table of
 `minimlir.frontend._onnx_ops` (which imports this module at its end). Same contract as there: an
 emitter gets a `NodeView` and returns one entry per ONNX output; each documents its
-decomposition into graph ops. No op here needs a graph op of its own.
+decomposition into graph ops; two need a graph op of their own (graph.nms_select, graph.bitcast).
 
   QuantizeLinear, DequantizeLinear   per-tensor / per-axis / blocked scales and zero points
                    (graph.reshape / graph.gather of the scale), graph.round (half to even) and
@@ -14,8 +14,16 @@ decomposition into graph ops. No op here needs a graph op of its own.
   Unique           equality / order matrices of the elements (or slices along axis), reduced; the
                    output order comes from graph.nonzero of a (position, element) mask, whose
                    row-major coordinates list the first occurrences in output order
+  NonMaxSuppression   the IoU matrix and graph.topk's score order as graph ops; the greedy
+                   selection is graph.nms_select (dialects/_graph_coverage4.py), its keep mask by
+                   rank through graph.nonzero
   ReverseSequence  graph.gather_elements with index where(t < len[b], len[b] - 1 - t, t)
   MaxUnpool        graph.scatter_elements of the values into zeros of the output size (flat)
+  TensorScatter    graph.where of a graph.gather_elements of the update
+  BitCast          graph.bitcast (same width)
+  Det              LU with partial pivoting, unrolled over the static size
+  RoiAlign, DeformConv   bilinear taps as graph.gather from the flattened input (DeformConv then
+                   a grouped graph.matmul)
 """
 
 from __future__ import annotations
@@ -734,7 +742,8 @@ def emit_tensor_scatter(n: NodeView) -> list:
                                   cx.emit1(graph.LtOp(k, cx.scalar(s_upd, i64)))))
     kc = cx.emit1(graph.ClipOp(k, 0.0, float(s_upd - 1)))
     dims = cx.dims(past)
-    src = cx.emit1(graph.GatherElementsOp(upd, cx.broadcast_to(kc, [*cx.dims(upd)[:axis], s_max, *cx.dims(upd)[axis + 1:]]), axis))
+    udims = cx.dims(upd)
+    src = cx.emit1(graph.GatherElementsOp(upd, cx.broadcast_to(kc, [*udims[:axis], s_max, *udims[axis + 1:]]), axis))
     return [cx.emit1(graph.WhereOp(cx.broadcast_to(inside, dims), src, past))]
 
 
@@ -926,10 +935,9 @@ def emit_roi_align(n: NodeView) -> list:
     valid = cx.emit1(graph.CastOp(cx.emit1(graph.AndOp(ys(vy), xs_(vx))), el))
     p = oh * g * ow * g
     b = cx.emit1(graph.CastOp(bidx, i64)) if _elem(bidx) != i64 else bidx
-    base = cx.emit1(graph.MulOp(cx.emit1(graph.AddOp(cx.emit1(graph.MulOp(cx.reshape(b, [r_len, 1, 1]),
-                                                                         cx.scalar(c_len, i64))),
-                                                     _const(cx, np.arange(c_len, dtype=np.int64).reshape(1, c_len, 1)))),
-                                cx.scalar(h * w, i64)))  # [R, C, 1]
+    first = cx.emit1(graph.MulOp(cx.reshape(b, [r_len, 1, 1]), cx.scalar(c_len, i64)))
+    chans = _const(cx, np.arange(c_len, dtype=np.int64).reshape(1, c_len, 1))
+    base = cx.emit1(graph.MulOp(cx.emit1(graph.AddOp(first, chans)), cx.scalar(h * w, i64)))  # [R, C, 1]
     total = _prod(cx, cx.dims(x))
     flat = cx.reshape(x, [total])
     terms = []
@@ -950,3 +958,118 @@ def emit_roi_align(n: NodeView) -> list:
     else:
         y = cx.emit1(graph.ReduceMaxOp(acc, [3, 5], keepdims=False))
     return [y]
+
+
+# --------------------------------------------------------------------------------------------
+# DeformConv
+
+
+def _check_deform_conv(node, opset):
+    ks = _attr(node, "kernel_shape")
+    if ks is not None and len(ks) != 2:
+        return f"{len(ks)}-D DeformConv (only 2-D)"
+    for name in ("group", "offset_group"):
+        if _attr(node, name, 1) < 1:
+            return f"{name} must be >= 1"
+    return None
+
+
+@onnx_op("DeformConv", check=_check_deform_conv, min_opset=19)
+def emit_deform_conv(n: NodeView) -> list:
+    """DeformConv(X, W, offset, B, mask) (2-D) -> deformable im2col + graph.matmul. For output
+    (i, j) and kernel tap k = (kh, kw), the sample point is (i * sh - pad_t + kh * dh +
+    offset_h, j * sw - pad_l + kw * dw + offset_w) of the tap's offset group; its value is
+    bilinear over the four neighbouring pixels, each outside the image counting 0 (GridSample
+    with zeros padding, align_corners), times the mask. The samples, [N, C, K, oH, oW], are one
+    graph.gather per neighbour from the flattened X; per group they are the columns of a
+    matmul with W [G, oC/G, C/G * K]; then + B."""
+    cx = n.cx
+    x, wt, off = _ssa(n, 0), _ssa(n, 1), _ssa(n, 2)
+    el = _elem(x)
+    if not isinstance(el, AnyFloat):
+        raise Unsupported(f"DeformConv of {el}")
+    xs, ws, os_ = _shape(x), _shape(wt), _shape(off)
+    if len(xs) != 4 or len(ws) != 4 or len(os_) != 4 or DYNAMIC in xs[1:] + ws + os_[1:]:
+        raise Unsupported(f"DeformConv needs 2-D X, W, offset with static dims but the batch, got {xs}, {ws}, {os_}")
+    _, c_len, h, w = xs
+    o_len, cg, kh, kw = ws
+    g = int(n.attr("group", 1))
+    og = int(n.attr("offset_group", 1))
+    kernel = list(n.attr("kernel_shape", [kh, kw]))
+    if kernel != [kh, kw]:
+        raise Unsupported(f"DeformConv: kernel_shape {kernel} differs from W's {[kh, kw]}")
+    sh, sw = n.attr("strides", [1, 1])
+    dh, dw = n.attr("dilations", [1, 1])
+    pads = list(n.attr("pads", [0, 0, 0, 0]))
+    k = kh * kw
+    _, oc2, oh, ow = os_
+    if c_len != cg * g or o_len % g or c_len % og or oc2 != og * 2 * k:
+        raise Unsupported(f"DeformConv: inconsistent shapes X {xs}, W {ws}, offset {os_} for group {g}, "
+                          f"offset_group {og}")
+    if oh != (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1 or \
+            ow != (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1:
+        raise Unsupported(f"DeformConv: offset's output size {[oh, ow]} does not match the convolution's")
+    nb = cx.dims(x)[0]
+    off6 = cx.reshape(off, [nb, og, k, 2, oh, ow])
+    kk = np.arange(k)
+    base_h = ((kk // kw) * dh).reshape(1, 1, k, 1, 1) + (np.arange(oh) * sh - pads[0]).reshape(1, 1, 1, oh, 1)
+    base_w = ((kk % kw) * dw).reshape(1, 1, k, 1, 1) + (np.arange(ow) * sw - pads[1]).reshape(1, 1, 1, 1, ow)
+    py = cx.emit1(graph.AddOp(_pick(cx, off6, 0, 3), _const(cx, base_h.astype(_np(el)))))  # [N, OG, K, oH, oW]
+    px = cx.emit1(graph.AddOp(_pick(cx, off6, 1, 3), _const(cx, base_w.astype(_np(el)))))
+    if n.input(4) is not None:
+        mask = cx.reshape(_ssa(n, 4), [nb, og, k, oh, ow])
+    else:
+        mask = None
+    y0, x0 = cx.emit1(graph.FloorOp(py)), cx.emit1(graph.FloorOp(px))
+    ly, lx = cx.emit1(graph.SubOp(py, y0)), cx.emit1(graph.SubOp(px, x0))
+    one = cx.scalar(1.0, el)
+    cpg = c_len // og  # channels per offset group
+    shape6 = [nb, og, cpg, k, oh, ow]
+
+    def per_channel(v):  # [N, OG, K, oH, oW] -> [N, C, K, oH, oW]
+        v = cx.broadcast_to(cx.reshape(v, [nb, og, 1, k, oh, ow]), shape6)
+        return cx.reshape(v, [nb, c_len, k, oh, ow])
+
+    total = _prod(cx, cx.dims(x))
+    flat = cx.reshape(x, [total])
+    chan = _const(cx, np.arange(c_len, dtype=np.int64).reshape(1, c_len, 1, 1, 1))
+    batch_iota = _batch_iota(cx, nb)  # [N, 1, 1, 1, 1] i64
+    plane = cx.emit1(graph.MulOp(cx.emit1(graph.AddOp(cx.emit1(graph.MulOp(batch_iota, cx.scalar(c_len, i64))), chan)),
+                                 cx.scalar(h * w, i64)))  # [N, C, 1, 1, 1]
+    acc = None
+    for yy, wy in ((y0, cx.emit1(graph.SubOp(one, ly))), (cx.emit1(graph.AddOp(y0, one)), ly)):
+        for xx, wx in ((x0, cx.emit1(graph.SubOp(one, lx))), (cx.emit1(graph.AddOp(x0, one)), lx)):
+            inside = cx.emit1(graph.AndOp(_within(cx, yy, h - 1.0, el), _within(cx, xx, w - 1.0, el)))
+            wgt = cx.emit1(graph.MulOp(cx.emit1(graph.MulOp(wy, wx)), cx.emit1(graph.CastOp(inside, el))))
+            if mask is not None:
+                wgt = cx.emit1(graph.MulOp(wgt, mask))
+            yc = cx.emit1(graph.ClipOp(yy, 0.0, float(h - 1)))
+            xc = cx.emit1(graph.ClipOp(xx, 0.0, float(w - 1)))
+            pos = cx.emit1(graph.AddOp(cx.emit1(graph.MulOp(yc, cx.scalar(float(w), el))), xc))
+            pos = per_channel(cx.emit1(graph.CastOp(pos, i64)))
+            vals = cx.emit1(graph.GatherOp(flat, cx.emit1(graph.AddOp(plane, pos)), 0))  # [N, C, K, oH, oW]
+            term = cx.emit1(graph.MulOp(vals, per_channel(wgt)))
+            acc = term if acc is None else cx.emit1(graph.AddOp(acc, term))
+    cols = cx.reshape(acc, [nb, g, cg * k, oh * ow])
+    wm = cx.reshape(wt if _elem(wt) == el else cx.emit1(graph.CastOp(wt, el)), [g, o_len // g, cg * k])
+    y = cx.reshape(cx.emit1(graph.MatMulOp(wm, cols)), [nb, o_len, oh, ow])
+    if n.input(3) is not None:
+        y = cx.emit1(graph.AddOp(y, cx.reshape(_ssa(n, 3), [o_len, 1, 1])))
+    return [y]
+
+
+def _within(cx, v, hi: float, el):
+    """0 <= v <= hi (i1)."""
+    lo_ok = cx.emit1(graph.GeOp(v, cx.scalar(0.0, el)))
+    return cx.emit1(graph.AndOp(lo_ok, cx.emit1(graph.LeOp(v, cx.scalar(hi, el)))))
+
+
+def _batch_iota(cx, nb):
+    """0..N-1 as [N, 1, 1, 1, 1] i64 (N may be a run-time dim: graph.range)."""
+    if isinstance(nb, int):
+        return _const(cx, np.arange(nb, dtype=np.int64).reshape(nb, 1, 1, 1, 1))
+    from xdsl.dialects.builtin import TensorType
+
+    r = cx.emit1(graph.RangeOp(cx.scalar(0, i64), cx.reshape(cx.emit1(graph.FromDimsOp([nb])), []),
+                               cx.scalar(1, i64), TensorType(i64, [DYNAMIC])))
+    return cx.reshape(r, [nb, 1, 1, 1, 1])

@@ -24,7 +24,7 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
-        "MaxRoiPool", "DeformConv"})),
+        "MaxRoiPool"})),
 }
 
 _BY_OP = {op: text for text, ops in CATEGORIES.values() for op in ops}

@@ -361,3 +361,25 @@ def test_roi_align_adaptive_sampling_is_refused():
     node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"])
     m = _model([node], [_vi("x", F, [1, 1, 4, 4]), _vi("rois", F, [1, 4]), _vi("b", I64, [1])], [_vi("y", F, None)], 16)
     _unsupported(m, "sampling_ratio 0 \\(adaptive")
+
+
+# --------------------------------------------------------------------------------------------
+# DeformConv
+
+
+def test_deform_conv():
+    """group 2, offset_group 2, mask and bias, stride 2, dilation 2, pads, offsets large enough to
+    leave the image (those taps count 0); a dynamic batch."""
+    node = helper.make_node("DeformConv", ["x", "w", "off", "b", "mask"], ["y"], group=2, offset_group=2,
+                            strides=[2, 1], dilations=[1, 2], pads=[1, 0, 1, 2], kernel_shape=[2, 2])
+    # out: h = (5 + 2 - 2) // 2 + 1 = 3, w = (6 + 2 - 3) // 1 + 1 = 6
+    m = _model([node], [_vi("x", F, ["n", 4, 5, 6]), _vi("w", F, [6, 2, 2, 2]), _vi("off", F, ["n", 16, 3, 6]),
+                        _vi("b", F, [6]), _vi("mask", F, ["n", 8, 3, 6])], [_vi("y", F, None)], 19)
+    feeds = []
+    for nb in (1, 2):
+        feeds.append({"x": _rng.standard_normal((nb, 4, 5, 6)).astype(np.float32),
+                      "w": _rng.standard_normal((6, 2, 2, 2)).astype(np.float32),
+                      "off": (_rng.standard_normal((nb, 16, 3, 6)) * 1.5).astype(np.float32),
+                      "b": _rng.standard_normal(6).astype(np.float32),
+                      "mask": _rng.random((nb, 8, 3, 6)).astype(np.float32)})
+    check_against_ort(m, feeds, graph_ops=("graph.matmul", "graph.gather"), rtol=1e-5, atol=1e-5)
