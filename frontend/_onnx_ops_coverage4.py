@@ -760,9 +760,8 @@ def _check_bitcast(node, opset):
 
 @onnx_op("BitCast", check=_check_bitcast, min_opset=26)
 def emit_bitcast(n: NodeView) -> list:
-    """BitCast(x, to) -> graph.bitcast between element types of the same width; bool -> an 8-bit
-    integer is graph.cast (a bool byte is 0 or 1). Between different widths (the last dim
-    changes) it is refused."""
+    """BitCast(x, to) -> graph.bitcast between element types of the same width (the spec requires
+    it; the shape is kept); bool -> an 8-bit integer is graph.cast (a bool byte is 0 or 1)."""
     cx = n.cx
     x = _ssa(n, 0)
     to = _DTYPES[int(n.attr("to"))][1]
@@ -778,7 +777,7 @@ def emit_bitcast(n: NodeView) -> list:
     from minimlir.dialects._graph_coverage4 import _bit_width
 
     if _bit_width(src) != _bit_width(to):
-        raise Unsupported(f"BitCast between different widths ({src} to {to}: the last dim would change)")
+        raise Unsupported(f"BitCast between different widths ({src} to {to}): the spec requires the same bit width")
     return [cx.emit1(graph.BitcastOp(x, to))]
 
 
