@@ -390,6 +390,14 @@ def _nonzero(cx, mask):
     return cx.emit1(graph.NonZeroOp(mask, count))
 
 
+def _iota(cx, size):
+    """0..size-1 (i64, 1-D): a constant, or for a run-time size the exclusive graph.cumsum of
+    ones broadcast to it (its dim stays the SSA value `size`)."""
+    if isinstance(size, int):
+        return _const(cx, np.arange(size, dtype=np.int64))
+    return cx.emit1(graph.CumSumOp(cx.broadcast_to(cx.scalar(1, i64), [size]), 0, exclusive=True))
+
+
 def _static_size(shape: list[int]) -> int | None:
     return None if DYNAMIC in shape else int(np.prod(shape, dtype=np.int64))
 
@@ -397,8 +405,8 @@ def _static_size(shape: list[int]) -> int | None:
 @onnx_op("Compress", min_opset=9)
 def emit_compress(n: NodeView) -> list:
     """Compress(input, condition, axis) -> graph.gather(input, graph.nonzero(condition)[0], axis)
-    (no axis: of the flattened input). A condition longer than the axis is cut to it (its
-    extra entries select nothing that exists)."""
+    (no axis: of the flattened input). Entries of a condition longer than the axis select
+    nothing (cut off, or masked with iota < dim when a size is known only at run time)."""
     cx = n.cx
     x = _ssa(n, 0)
     c = _ssa(n, 1)
@@ -409,17 +417,18 @@ def emit_compress(n: NodeView) -> list:
     xs = _shape(x)
     if n.has_attr("axis"):
         axis = _axis(int(n.attr("axis")), len(xs))
+        d = cx.dims(x)[axis]
     else:
-        size = _static_size(xs)
-        if size is None:
-            raise Unsupported("Compress without axis of an input with a dynamic dim")
-        x = cx.reshape(x, [size])
-        xs, axis = [size], 0
-    length, d = _shape(c)[0], xs[axis]
-    if DYNAMIC in (length, d):
-        raise Unsupported("Compress with a dynamic condition length or axis dim")
-    if length > d:
-        c = _slice_prefix(cx, c, d)
+        d = _prod(cx, cx.dims(x))
+        x = cx.reshape(x, [d])
+        axis = 0
+    length = cx.dims(c)[0]
+    if isinstance(length, int) and isinstance(d, int):
+        if length > d:
+            c = _slice_prefix(cx, c, d)
+    else:  # sizes known at run time: entries past the axis select nothing
+        dim = cx.reshape(cx.emit1(graph.FromDimsOp([cx.index(d)])), [])
+        c = cx.emit1(graph.AndOp(c, cx.emit1(graph.LtOp(_iota(cx, length), dim))))
     idx = _pick(cx, _nonzero(cx, c), 0)
     return [cx.emit1(graph.GatherOp(x, idx, axis))]
 
@@ -463,18 +472,17 @@ def emit_unique(n: NodeView) -> list:
     cx = n.cx
     x = _ssa(n, 0)
     xs = _shape(x)
-    if _static_size(xs) is None:
-        raise Unsupported("Unique of an input with a dynamic dim")
+    dims = cx.dims(x)
     has_axis = n.has_attr("axis")
     if has_axis:
         axis = _axis(int(n.attr("axis")), len(xs))
-        size = xs[axis]
-        length = int(np.prod([d for k, d in enumerate(xs) if k != axis], dtype=np.int64))
+        size = dims[axis]
+        length = _prod(cx, [d for k, d in enumerate(dims) if k != axis])
         perm = [axis] + [k for k in range(len(xs)) if k != axis]
         a = cx.reshape(cx.emit1(graph.TransposeOp(x, perm)) if axis else x, [size, length])
         data, gaxis = x, axis
     else:
-        size, length = _static_size(xs), 1
+        size, length = _prod(cx, dims), 1
         data = cx.reshape(x, [size])
         a, gaxis = cx.reshape(x, [size, 1]), 0
     if size == 0:
@@ -482,7 +490,9 @@ def emit_unique(n: NodeView) -> list:
     srt = bool(n.attr("sorted", 1))
     eq = cx.emit1(graph.EqOp(cx.reshape(a, [size, 1, length]), cx.reshape(a, [1, size, length])))
     e = cx.emit1(graph.ReduceMinOp(cx.emit1(graph.CastOp(eq, i64)), [2], keepdims=False))  # [N, N]
-    lower = _const(cx, np.tril(np.ones((size, size), np.int64), -1))  # j < i
+    iota = _iota(cx, size)
+    iota_col, iota_row = cx.reshape(iota, [size, 1]), cx.reshape(iota, [1, size])
+    lower = cx.emit1(graph.CastOp(cx.emit1(graph.LtOp(iota_row, iota_col)), i64))  # [i, j]: j < i
     dups = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.MulOp(e, lower)), [1], keepdims=False))
     zero = _const(cx, np.array(0, np.int64))
     first = cx.emit1(graph.CastOp(cx.emit1(graph.EqOp(dups, zero)), i64))  # [N]
@@ -490,12 +500,10 @@ def emit_unique(n: NodeView) -> list:
         order = _lex_less(cx, a, size, length)  # [j, i]
     else:
         firstpos = cx.emit1(graph.ArgMaxOp(e, 1, keepdims=False))  # [N]: the first j with E[i, j]
-        iota_j = _const(cx, np.arange(size, dtype=np.int64).reshape(size, 1))
-        order = cx.emit1(graph.CastOp(cx.emit1(graph.LtOp(iota_j, cx.reshape(firstpos, [1, size]))), i64))
+        order = cx.emit1(graph.CastOp(cx.emit1(graph.LtOp(iota_col, cx.reshape(firstpos, [1, size]))), i64))
     inv = cx.emit1(graph.ReduceSumOp(cx.emit1(graph.MulOp(cx.reshape(first, [size, 1]), order)), [0],
                                      keepdims=False))  # [N]
-    iota_r = _const(cx, np.arange(size, dtype=np.int64).reshape(size, 1))
-    at_r = cx.emit1(graph.EqOp(iota_r, cx.reshape(inv, [1, size])))
+    at_r = cx.emit1(graph.EqOp(iota_col, cx.reshape(inv, [1, size])))
     p = cx.emit1(graph.AndOp(at_r, cx.reshape(cx.emit1(graph.EqOp(first, _const(cx, np.array(1, np.int64)))),
                                               [1, size])))
     idx = _pick(cx, _nonzero(cx, p), 1)  # [?]
@@ -1064,11 +1072,5 @@ def _within(cx, v, hi: float, el):
 
 
 def _batch_iota(cx, nb):
-    """0..N-1 as [N, 1, 1, 1, 1] i64 (N may be a run-time dim: graph.range)."""
-    if isinstance(nb, int):
-        return _const(cx, np.arange(nb, dtype=np.int64).reshape(nb, 1, 1, 1, 1))
-    from xdsl.dialects.builtin import TensorType
-
-    r = cx.emit1(graph.RangeOp(cx.scalar(0, i64), cx.reshape(cx.emit1(graph.FromDimsOp([nb])), []),
-                               cx.scalar(1, i64), TensorType(i64, [DYNAMIC])))
-    return cx.reshape(r, [nb, 1, 1, 1, 1])
+    """0..N-1 as [N, 1, 1, 1, 1] i64."""
+    return cx.reshape(_iota(cx, nb), [nb, 1, 1, 1, 1])
