@@ -41,50 +41,44 @@ def _ties(*shape, scale=0.5):
     return (_rng.integers(-700, 700, shape) * (scale / 2)).astype(np.float32)
 
 
-@pytest.mark.parametrize("opset,elem", [(10, U8), (13, I8), (21, U16), (21, I16)])
-def test_quantize_dequantize_per_tensor(opset, elem):
-    """x / scale lands on .5 ties (round half to even) and past the range (saturation); the
-    DequantizeLinear of the result uses the same zero point; dynamic length."""
-    zp = {U8: 7, I8: -3, U16: 300, I16: -1000}[elem]
-    inits = [helper.make_tensor("s", F, [], [0.5]), helper.make_tensor("zp", elem, [], [zp])]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
-             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"])]
-    m = _model(nodes, [_vi("x", F, ["n"])], [_vi("q", elem, None), _vi("y", F, None)], opset, inits)
-    span = 700 if elem in (U8, I8) else 140000
-    check_against_ort(m, [{"x": (_rng.integers(-span, span, n) * 0.25).astype(np.float32)} for n in (5, 40)],
-                      graph_ops=("graph.round", "graph.clip"))
-
-
-def test_quantize_dequantize_per_axis():
-    """Per-channel scale and zero point along axis 1 (opset 13), int8."""
-    inits = [helper.make_tensor("s", F, [3], [0.5, 0.25, 2.0]), helper.make_tensor("zp", I8, [3], [0, -5, 9])]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1),
-             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"], axis=-3)]
-    m = _model(nodes, [_vi("x", F, ["n", 3, 2, 2])], [_vi("q", I8, None), _vi("y", F, None)], 13, inits)
-    check_against_ort(m, [{"x": _ties(b, 3, 2, 2)} for b in (1, 2)])
-
-
-def test_quantize_dequantize_blocked():
-    """Blocked scales (opset 21, block_size 2 along axis 1, a last partial block: 5 = 2+2+1),
-    uint8 zero points; DequantizeLinear of a given uint8 input with its own blocked params."""
-    s = np.array([[0.5, 1.0, 0.25], [2.0, 0.5, 1.0]], np.float32)
-    zp = np.array([[1, 200, 3], [4, 5, 250]], np.uint8)
-    inits = [onnx.numpy_helper.from_array(s, "s"), onnx.numpy_helper.from_array(zp, "zp")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1, block_size=2),
-             helper.make_node("DequantizeLinear", ["qi", "s", "zp"], ["y"], axis=1, block_size=2)]
-    m = _model(nodes, [_vi("x", F, [2, 5]), _vi("qi", U8, [2, 5])], [_vi("q", U8, None), _vi("y", F, None)],
-               21, inits)
-    check_against_ort(m, [{"x": _ties(2, 5), "qi": _ints(np.uint8, 2, 5)} for _ in range(2)])
-
-
-def test_dequantize_int32_and_float16_scale():
-    """int32 input without a zero point (f32 out), and int8 with a float16 scale (f16 out)."""
-    inits = [helper.make_tensor("s", F, [], [0.125]), helper.make_tensor("h", F16, [], [0.5])]
-    nodes = [helper.make_node("DequantizeLinear", ["a", "s"], ["y"]),
-             helper.make_node("DequantizeLinear", ["b", "h"], ["z"])]
-    m = _model(nodes, [_vi("a", I32, [6]), _vi("b", I8, [6])], [_vi("y", F, None), _vi("z", F16, None)], 19, inits)
-    feeds = {"a": _rng.integers(-(2 ** 20), 2 ** 20, 6).astype(np.int32), "b": _ints(np.int8, 6)}
-    check_against_ort(m, [feeds])
+def test_quantize_dequantize():
+    """One opset-21 model: per-tensor QuantizeLinear -> DequantizeLinear for uint8, int8, uint16,
+    int16 (x / scale lands on .5 ties: round half to even; and past the range: saturation); per
+    channel along axis 1 (int8); blocked (block_size 2 along axis 1 with a last partial block,
+    5 = 2 + 2 + 1, uint8 zero points) and DequantizeLinear of a given uint8 input with those
+    blocked params; DequantizeLinear of int32 (no zero point) and of int8 with a float16 scale;
+    a dynamic length."""
+    nodes, ins, outs, inits = [], [_vi("x", F, ["n"]), _vi("x16", F, ["n"])], [], []
+    for k, (elem, zp) in enumerate(((U8, 7), (I8, -3), (U16, 300), (I16, -1000))):
+        src = "x" if elem in (U8, I8) else "x16"
+        inits += [helper.make_tensor(f"s{k}", F, [], [0.5]), helper.make_tensor(f"z{k}", elem, [], [zp])]
+        nodes += [helper.make_node("QuantizeLinear", [src, f"s{k}", f"z{k}"], [f"q{k}"]),
+                  helper.make_node("DequantizeLinear", [f"q{k}", f"s{k}", f"z{k}"], [f"y{k}"])]
+        outs += [_vi(f"q{k}", elem, None), _vi(f"y{k}", F, None)]
+    inits += [helper.make_tensor("sa", F, [3], [0.5, 0.25, 2.0]), helper.make_tensor("za", I8, [3], [0, -5, 9])]
+    nodes += [helper.make_node("QuantizeLinear", ["xa", "sa", "za"], ["qa"], axis=1),
+              helper.make_node("DequantizeLinear", ["qa", "sa", "za"], ["ya"], axis=-3)]
+    ins.append(_vi("xa", F, ["b", 3, 2, 2]))
+    outs += [_vi("qa", I8, None), _vi("ya", F, None)]
+    sb = np.array([[0.5, 1.0, 0.25], [2.0, 0.5, 1.0]], np.float32)
+    zb = np.array([[1, 200, 3], [4, 5, 250]], np.uint8)
+    inits += [onnx.numpy_helper.from_array(sb, "sb"), onnx.numpy_helper.from_array(zb, "zb")]
+    nodes += [helper.make_node("QuantizeLinear", ["xb", "sb", "zb"], ["qb"], axis=1, block_size=2),
+              helper.make_node("DequantizeLinear", ["qi", "sb", "zb"], ["yb"], axis=1, block_size=2)]
+    ins += [_vi("xb", F, [2, 5]), _vi("qi", U8, [2, 5])]
+    outs += [_vi("qb", U8, None), _vi("yb", F, None)]
+    inits += [helper.make_tensor("s8", F, [], [0.125]), helper.make_tensor("h", F16, [], [0.5])]
+    nodes += [helper.make_node("DequantizeLinear", ["i32", "s8"], ["yi"]),
+              helper.make_node("DequantizeLinear", ["i8", "h"], ["yh"])]
+    ins += [_vi("i32", I32, [6]), _vi("i8", I8, [6])]
+    outs += [_vi("yi", F, None), _vi("yh", F16, None)]
+    m = _model(nodes, ins, outs, 21, inits)
+    feeds = [{"x": (_rng.integers(-700, 700, n) * 0.25).astype(np.float32),
+              "x16": (_rng.integers(-140000, 140000, n) * 0.25).astype(np.float32),
+              "xa": _ties(b, 3, 2, 2), "xb": _ties(2, 5), "qi": _ints(np.uint8, 2, 5),
+              "i32": _rng.integers(-(2 ** 20), 2 ** 20, 6).astype(np.int32), "i8": _ints(np.int8, 6)}
+             for n, b in ((5, 1), (40, 2))]
+    check_against_ort(m, feeds, graph_ops=("graph.round", "graph.clip", "graph.gather"))
 
 
 def test_quantize_refusals():
@@ -123,12 +117,6 @@ def _conv_integer_model(wz_len):
     return _model([node], [_vi("x", U8, ["n", 2, 5, 5]), _vi("w", U8, [3, 2, 3, 2])], [_vi("y", I32, None)], 10, inits)
 
 
-def test_conv_integer_padding_strides():
-    m = _conv_integer_model(1)
-    check_against_ort(m, [{"x": _ints(np.uint8, b, 2, 5, 5), "w": _ints(np.uint8, 3, 2, 3, 2)} for b in (1, 2)],
-                      graph_ops=("graph.conv2d",))
-
-
 def test_conv_integer_per_channel_zero_point():
     """A per-output-channel w zero point (onnxruntime refuses it): against an int64 numpy conv."""
     from minimlir.frontend.api import compile as mini_compile
@@ -145,8 +133,7 @@ def test_conv_integer_per_channel_zero_point():
     np.testing.assert_array_equal(y, ref)
 
 
-@pytest.mark.parametrize("elem,dtype", [(U8, np.uint8), (I8, np.int8)])
-def test_qlinear_conv_saturates_like_onnxruntime(elem, dtype):
+def test_qlinear_conv_saturates_like_onnxruntime(elem=I8, dtype=np.int8):
     """Full-range 8-bit inputs, per-channel w scale / zero point, an int32 bias, group 2:
     many outputs saturate."""
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
@@ -171,39 +158,43 @@ def test_conv_integer_refusals():
 # Compress / Unique: result sizes known only at run time
 
 
-@pytest.mark.parametrize("axis,cond_len", [(1, 3), (None, 7), (-3, 2), (2, 5)])
-def test_compress(axis, cond_len):
-    """With and without axis, a condition shorter (and longer: axis 2) than the axis; all-false
-    gives an empty result; the input's first dim and the condition length are dynamic: one
+def test_compress():
+    """With and without axis, a condition shorter (and, axis 2, longer) than the axis; all-false
+    gives an empty result; the input's first dim and the condition lengths are dynamic: one
     compile serves every count."""
-    attrs = {} if axis is None else {"axis": axis}
-    node = helper.make_node("Compress", ["x", "c"], ["y"], **attrs)
-    m = _model([node], [_vi("x", F, ["n", 4, 3]), _vi("c", B, ["l"])], [_vi("y", F, None)], 11)
+    variants = [(1, 3), (None, 7), (-3, 2), (2, 5)]
+    nodes = [helper.make_node("Compress", ["x", f"c{k}"], [f"y{k}"], **({} if a is None else {"axis": a}))
+             for k, (a, _) in enumerate(variants)]
+    m = _model(nodes, [_vi("x", F, ["n", 4, 3])] + [_vi(f"c{k}", B, [f"l{k}"]) for k in range(4)],
+               [_vi(f"y{k}", F, None) for k in range(4)], 11)
     x = _rng.standard_normal((2, 4, 3)).astype(np.float32)
-    conds = [_rng.random(cond_len) < 0.5, np.zeros(cond_len, bool), np.ones(cond_len, bool)]
-    if cond_len > 3:  # longer than the axis: onnxruntime refuses a true entry past it
-        conds = [np.concatenate([c[:3], np.zeros(cond_len - 3, bool)]) for c in conds]
-    check_against_ort(m, [{"x": x, "c": c} for c in conds] + [{"x": x[:1], "c": conds[0][:1]}],
-                      graph_ops=("graph.nonzero",))
-
-
-@pytest.mark.parametrize("attrs,shape", [({}, ["n"]), ({"sorted": 0}, ["n"]), ({"axis": 1}, [2, "n", 2]),
-                                         ({"axis": -1, "sorted": 0}, ["n", 4])])
-def test_unique(attrs, shape):
-    """Sorted and not, with and without axis (slices compared lexicographically); repeated
-    values so that counts / inverse_indices / first indices matter; a dynamic dim, two sizes."""
-    node = helper.make_node("Unique", ["x"], ["y", "idx", "inv", "cnt"], **attrs)
-    m = _model([node], [_vi("x", I64, shape)], [_vi("y", I64, None)] + [_vi(o, I64, None) for o in ("idx", "inv", "cnt")], 11)
-    feeds = [{"x": _rng.integers(0, k, [size if d == "n" else d for d in shape]).astype(np.int64)}
-             for k, size in ((2, 7), (3, 5), (50, 6), (3, 1))]
+    feeds = []
+    for pick in (lambda n: _rng.random(n) < 0.5, lambda n: np.zeros(n, bool), lambda n: np.ones(n, bool)):
+        conds = [pick(n) for _, n in variants]
+        conds[3][3:] = False  # past the axis: onnxruntime refuses a true entry there
+        feeds.append({"x": x, **{f"c{k}": c for k, c in enumerate(conds)}})
+    feeds.append({"x": x[:1], **{f"c{k}": feeds[0][f"c{k}"][:1] for k in range(4)}})
     check_against_ort(m, feeds, graph_ops=("graph.nonzero",))
 
 
-def test_unique_float_first_output_only():
-    node = helper.make_node("Unique", ["x"], ["y"])
-    m = _model([node], [_vi("x", F, [3, 3])], [_vi("y", F, None)], 11)
-    x = np.array([[2.5, -1.0, 2.5], [0.0, -0.0, 7.0], [-1.0, 3.0, 0.5]], np.float32)
-    check_against_ort(m, [{"x": x}])
+def test_unique():
+    """Sorted and not, with and without axis (slices compared lexicographically), all four
+    outputs; repeated values so that counts / inverse_indices / first indices matter; float
+    with -0.0 == 0.0; a dynamic dim at several sizes."""
+    variants = [({}, ["n"]), ({"sorted": 0}, ["n"]), ({"axis": 1}, [2, "n", 2]), ({"axis": -1, "sorted": 0}, ["n", 4])]
+    nodes, outs = [], []
+    for k, (attrs, _) in enumerate(variants):
+        names = [f"{o}{k}" for o in ("y", "idx", "inv", "cnt")]
+        nodes.append(helper.make_node("Unique", [f"x{k}"], names, **attrs))
+        outs += [_vi(o, I64, None) for o in names]
+    nodes.append(helper.make_node("Unique", ["f"], ["yf"]))
+    m = _model(nodes, [_vi(f"x{k}", I64, shape) for k, (_, shape) in enumerate(variants)] + [_vi("f", F, [3, 3])],
+               outs + [_vi("yf", F, None)], 11)
+    f = np.array([[2.5, -1.0, 2.5], [0.0, -0.0, 7.0], [-1.0, 3.0, 0.5]], np.float32)
+    feeds = [{**{f"x{k}": _rng.integers(0, hi, [size if d == "n" else d for d in shape]).astype(np.int64)
+                 for k, (_, shape) in enumerate(variants)}, "f": f}
+             for hi, size in ((2, 7), (3, 5), (50, 6), (3, 1))]
+    check_against_ort(m, feeds, graph_ops=("graph.nonzero",))
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,13 +240,14 @@ def test_non_max_suppression_illegal_center_point_box():
 # ReverseSequence / MaxUnpool / TensorScatter
 
 
-@pytest.mark.parametrize("batch_axis,time_axis", [(1, 0), (0, 1)])
-def test_reverse_sequence(batch_axis, time_axis):
-    """Lengths 0..T (0 and 1 leave the sequence as it is); a trailing feature dim."""
-    node = helper.make_node("ReverseSequence", ["x", "l"], ["y"], batch_axis=batch_axis, time_axis=time_axis)
-    shape = [4, 5, 2] if time_axis == 0 else [5, 4, 2]
-    m = _model([node], [_vi("x", F, shape), _vi("l", I64, [5])], [_vi("y", F, None)], 10)
-    feeds = [{"x": _rng.standard_normal(shape).astype(np.float32), "l": np.array([0, 1, 4, 2, 3], np.int64)}]
+def test_reverse_sequence():
+    """Both axis orders; lengths 0..T (0 and 1 leave the sequence as it is); a trailing dim."""
+    nodes = [helper.make_node("ReverseSequence", ["a", "l"], ["ya"], batch_axis=1, time_axis=0),
+             helper.make_node("ReverseSequence", ["b", "l"], ["yb"], batch_axis=0, time_axis=1)]
+    m = _model(nodes, [_vi("a", F, [4, 5, 2]), _vi("b", F, [5, 4, 2]), _vi("l", I64, [5])],
+               [_vi("ya", F, None), _vi("yb", F, None)], 10)
+    feeds = [{"a": _rng.standard_normal((4, 5, 2)).astype(np.float32), "b": _rng.standard_normal((5, 4, 2)).astype(np.float32),
+              "l": np.array([0, 1, 4, 2, 3], np.int64)}]
     check_against_ort(m, feeds, graph_ops=("graph.gather_elements",))
 
 
@@ -275,15 +267,15 @@ def test_max_unpool_inverts_max_pool():
                       graph_ops=("graph.scatter_elements",))
 
 
-@pytest.mark.parametrize("mode", ["linear", "circular"])
-def test_tensor_scatter(mode):
-    """Per-batch write positions; circular wraps past the end of the cache."""
-    node = helper.make_node("TensorScatter", ["past", "upd", "w"], ["y"], mode=mode)
-    m = _model([node], [_vi("past", F, [3, 2, 6, 4]), _vi("upd", F, [3, 2, 3, 4]), _vi("w", I64, [3])],
-               [_vi("y", F, None)], 24)
-    w = np.array([0, 3, 5] if mode == "circular" else [0, 3, 2], np.int64)
+def test_tensor_scatter():
+    """Per-batch write positions, linear and circular (wrapping past the end of the cache)."""
+    nodes = [helper.make_node("TensorScatter", ["past", "upd", "w"], ["lin"], mode="linear"),
+             helper.make_node("TensorScatter", ["past", "upd", "wc"], ["circ"], mode="circular")]
+    m = _model(nodes, [_vi("past", F, [3, 2, 6, 4]), _vi("upd", F, [3, 2, 3, 4]), _vi("w", I64, [3]),
+                       _vi("wc", I64, [3])], [_vi("lin", F, None), _vi("circ", F, None)], 24)
     feeds = [{"past": _rng.standard_normal((3, 2, 6, 4)).astype(np.float32),
-              "upd": _rng.standard_normal((3, 2, 3, 4)).astype(np.float32), "w": w}]
+              "upd": _rng.standard_normal((3, 2, 3, 4)).astype(np.float32),
+              "w": np.array([0, 3, 2], np.int64), "wc": np.array([0, 3, 5], np.int64)}]
     check_against_ort(m, feeds)
 
 
@@ -291,21 +283,26 @@ def test_tensor_scatter(mode):
 # BitCast (opset 26: onnxruntime's opset is older, so against numpy's view)
 
 
-@pytest.mark.parametrize("src,dst", [(np.float32, np.int32), (np.uint16, np.float16), (np.int64, np.float64),
-                                     (np.bool_, np.uint8)])
-def test_bitcast_same_width(src, dst):
+def test_bitcast_same_width():
+    """f32 -> i32, u16 -> f16, i64 -> f64, bool -> u8, one model; the bits are kept (NaN
+    payloads too); a dynamic dim."""
     from minimlir.frontend.api import compile as mini_compile
     from minimlir.frontend.onnx_import import _NP_TO_ONNX
 
-    node = helper.make_node("BitCast", ["x"], ["y"], to=_NP_TO_ONNX[np.dtype(dst)])
-    m = _model([node], [_vi("x", _NP_TO_ONNX[np.dtype(src)], ["n", 3])], [_vi("y", _NP_TO_ONNX[np.dtype(dst)], None)], 26)
+    pairs = [(np.float32, np.int32), (np.uint16, np.float16), (np.int64, np.float64), (np.bool_, np.uint8)]
+    onnx_t = [(_NP_TO_ONNX[np.dtype(a)], _NP_TO_ONNX[np.dtype(b)]) for a, b in pairs]
+    nodes = [helper.make_node("BitCast", [f"x{k}"], [f"y{k}"], to=b) for k, (_, b) in enumerate(onnx_t)]
+    m = _model(nodes, [_vi(f"x{k}", a, ["n", 3]) for k, (a, _) in enumerate(onnx_t)],
+               [_vi(f"y{k}", b, None) for k, (_, b) in enumerate(onnx_t)], 26)
     m.ir_version = 13
     f = mini_compile(m, cache=False)
     for n in (1, 4):
-        x = (_rng.random((n, 3)) < 0.5) if src == np.bool_ else _ints(np.int64, n, 3).view(np.uint8)[:, :3 * np.dtype(src).itemsize].copy().view(src).reshape(n, 3)
-        (y,) = f(x)
-        assert y.dtype == dst
-        np.testing.assert_array_equal(y.view(np.uint8), x.view(np.uint8))
+        xs = [(_rng.random((n, 3)) < 0.5) if a == np.bool_ else
+              _ints(np.uint8, n, 3 * np.dtype(a).itemsize).view(a) for a, _ in pairs]
+        ys = f(*xs)
+        for x, y, (_, b) in zip(xs, ys, pairs):
+            assert y.dtype == b and y.shape == x.shape
+            np.testing.assert_array_equal(y.view(np.uint8), x.view(np.uint8))
 
 
 def test_bitcast_refusals():
@@ -319,26 +316,16 @@ def test_bitcast_refusals():
 # Det
 
 
-@pytest.mark.parametrize("elem,dtype", [(F, np.float32), (TensorProto.DOUBLE, np.float64)])
-def test_det_batched(elem, dtype):
-    """Random 4x4 matrices, one needing a row swap (a zero first pivot), one singular, one with
-    a zero column; batch dims [b, 2] with b dynamic."""
+def test_det_batched():
+    """Random 3x3 matrices, one needing a row swap (a zero first pivot), one singular, one with a
+    zero column; batch dims [b, 2] with b dynamic."""
     node = helper.make_node("Det", ["x"], ["y"])
-    m = _model([node], [_vi("x", elem, ["b", 2, 4, 4])], [_vi("y", elem, None)], 11)
-    x = _rng.standard_normal((3, 2, 4, 4)).astype(dtype)
+    m = _model([node], [_vi("x", F, ["b", 2, 3, 3])], [_vi("y", F, None)], 11)
+    x = _rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     x[0, 1, 0, 0] = 0
-    x[1, 0, 3] = x[1, 0, 0] + x[1, 0, 1]  # singular
+    x[1, 0, 2] = x[1, 0, 0] + x[1, 0, 1]  # singular
     x[2, 1, :, 2] = 0
-    if dtype == np.float32:
-        check_against_ort(m, [{"x": x}, {"x": x[:1]}], rtol=1e-4, atol=1e-5)
-        return
-    from minimlir.frontend.api import compile as mini_compile  # onnxruntime has no float64 Det
-
-    f = mini_compile(m, cache=False)
-    for xb in (x, x[:1]):
-        (y,) = f(xb)
-        assert y.dtype == np.float64 and y.shape == xb.shape[:2]
-        np.testing.assert_allclose(y, np.linalg.det(xb), rtol=1e-12, atol=1e-13)
+    check_against_ort(m, [{"x": x}, {"x": x[:1]}], rtol=1e-4, atol=1e-5)
 
 
 # --------------------------------------------------------------------------------------------
