@@ -673,10 +673,11 @@ def _prod(cx, dims):
 
 @onnx_op("MaxUnpool", min_opset=9)
 def emit_max_unpool(n: NodeView) -> list:
-    """MaxUnpool(X, I, output_shape) -> graph.reshape(graph.scatter_elements(zeros [prod(out)],
-    flat I, flat X, axis 0), out): I holds flat indices into the whole output (MaxPool's
-    Indices), so the spatial rank does not matter. The output shape is output_shape (a constant)
-    or (in - 1) * stride - pad_begin - pad_end + kernel per spatial dim."""
+    """MaxUnpool(X, I, output_shape) -> graph.reshape(graph.scatter_elements(zeros, flat I,
+    flat X, axis 0), unpooled): I holds flat indices into the whole unpooled tensor, whose spatial
+    dims are (in - 1) * stride - pad_begin - pad_end + kernel (the spatial rank does not matter).
+    A larger output_shape (a constant) zero-pads that result at the end of each dim, as onnx's
+    reference does (onnxruntime instead reads I as indices into the output_shape tensor)."""
     cx = n.cx
     x, ind = _ssa(n, 0), _ssa(n, 1)
     xs = _shape(x)
@@ -689,28 +690,31 @@ def emit_max_unpool(n: NodeView) -> list:
     if _shape(ind) != xs:
         raise Unsupported(f"MaxUnpool: I has shape {_shape(ind)}, X has {xs}")
     dims = cx.dims(x)
-    shape_v = n.input(2)
-    if shape_v is not None:
-        out = _const_input(n, 2, "output_shape")
-        out_dims = [int(d) for d in out.reshape(-1)]
-        if len(out_dims) != len(xs):
-            raise Unsupported(f"MaxUnpool: output_shape has {len(out_dims)} entries, expected {len(xs)}")
+    spatial = []
+    for i in range(k):
+        if not isinstance(dims[2 + i], int):
+            raise Unsupported("MaxUnpool of a dynamic spatial dim")
+        spatial.append((dims[2 + i] - 1) * strides[i] - pads[i] - pads[k + i] + kernel[i])
+    inferred = list(dims[:2]) + spatial
+    extra = [0] * len(xs)
+    if n.input(2) is not None:
+        out = [int(d) for d in _const_input(n, 2, "output_shape").reshape(-1)]
+        if len(out) != len(xs):
+            raise Unsupported(f"MaxUnpool: output_shape has {len(out)} entries, expected {len(xs)}")
         for i in (0, 1):
-            if isinstance(dims[i], int) and out_dims[i] != dims[i]:
-                raise Unsupported(f"MaxUnpool: output_shape {out_dims} changes dim {i} of X")
-        out_dims = list(dims[:2]) + out_dims[2:]
-    else:
-        spatial = []
-        for i in range(k):
-            if not isinstance(dims[2 + i], int):
-                raise Unsupported("MaxUnpool of a dynamic spatial dim")
-            spatial.append((dims[2 + i] - 1) * strides[i] - pads[i] - pads[k + i] + kernel[i])
-        out_dims = list(dims[:2]) + spatial
-    total = _prod(cx, out_dims)
+            if isinstance(dims[i], int) and out[i] != dims[i]:
+                raise Unsupported(f"MaxUnpool: output_shape {out} changes dim {i} of X")
+        extra = [0, 0] + [o - s for o, s in zip(out[2:], spatial)]
+        if any(e < 0 for e in extra):
+            raise Unsupported(f"MaxUnpool: output_shape {out} is smaller than the unpooled size {spatial}")
+    total = _prod(cx, inferred)
     zeros = cx.broadcast_to(cx.scalar(0, _elem(x)), [total])
     count = _prod(cx, dims)
     y = cx.emit1(graph.ScatterElementsOp(zeros, cx.reshape(ind, [count]), cx.reshape(x, [count]), 0))
-    return [cx.reshape(y, out_dims)]
+    y = cx.reshape(y, inferred)
+    if any(extra):
+        y = cx.emit1(graph.PadOp(y, [0] * len(xs) + extra))
+    return [y]
 
 
 def _check_tensor_scatter(node, opset):

@@ -251,20 +251,28 @@ def test_reverse_sequence():
     check_against_ort(m, feeds, graph_ops=("graph.gather_elements",))
 
 
-def test_max_unpool_inverts_max_pool():
-    """MaxPool's Indices into MaxUnpool: a 4x4 input comes back as the default 4x4 output; a 5x5
-    one needs output_shape (the default would be 4x4), and its indices are into that 5x5 output,
-    as onnxruntime reads them (onnx's reference pads a 4x4 result instead)."""
-    nodes = [helper.make_node("MaxPool", ["a"], ["pa", "ia"], kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("MaxUnpool", ["pa", "ia"], ["y4"], kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("MaxPool", ["b"], ["pb", "ib"], kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("MaxUnpool", ["pb", "ib", "shape"], ["y5"], kernel_shape=[2, 2], strides=[2, 2])]
-    inits = [helper.make_tensor("shape", I64, [4], [2, 3, 5, 5])]
-    m = _model(nodes, [_vi("a", F, [2, 3, 4, 4]), _vi("b", F, [2, 3, 5, 5])], [_vi("y4", F, None), _vi("y5", F, None)],
-               11, inits)
-    check_against_ort(m, [{"a": _rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
-                           "b": _rng.standard_normal((2, 3, 5, 5)).astype(np.float32)}],
+def test_max_unpool():
+    """MaxPool's Indices into MaxUnpool (a dynamic batch; against onnxruntime), and output_shape
+    larger than the unpooled size: zero-padded at the end as onnx's reference does (onnxruntime
+    reads the indices as into the output_shape tensor instead: against the reference)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from minimlir.frontend.api import compile as mini_compile
+
+    nodes = [helper.make_node("MaxPool", ["a"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    m = _model(nodes, [_vi("a", F, ["n", 3, 4, 4])], [_vi("y", F, None)], 11)
+    check_against_ort(m, [{"a": _rng.standard_normal((b, 3, 4, 4)).astype(np.float32)} for b in (1, 2)],
                       graph_ops=("graph.scatter_elements",))
+    node = helper.make_node("MaxUnpool", ["x", "i", "shape"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    inits = [helper.make_tensor("shape", I64, [4], [1, 2, 5, 6])]
+    m = _model([node], [_vi("x", F, [1, 2, 2, 2]), _vi("i", I64, [1, 2, 2, 2])], [_vi("y", F, None)], 11, inits)
+    x = _rng.standard_normal((1, 2, 2, 2)).astype(np.float32)
+    i = np.array([[[[0, 3], [9, 14]], [[17, 18], [24, 31]]]], np.int64)
+    (y,) = mini_compile(m, cache=False)(x, i)
+    (ref,) = ReferenceEvaluator(m).run(None, {"x": x, "i": i})
+    assert y.shape == (1, 2, 5, 6)
+    np.testing.assert_array_equal(y, ref)
 
 
 def test_tensor_scatter():
