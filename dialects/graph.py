@@ -2442,6 +2442,11 @@ from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the hel
     ScatterNDOp,  # noqa: F401  (graph.ScatterNDOp)
     TopKOp,  # noqa: F401  (graph.TopKOp)
 )
+from minimlir.dialects._graph_coverage4 import (  # noqa: E402  (they use the helpers above)
+    COVERAGE4_OPS,
+    BitcastOp,  # noqa: F401  (graph.BitcastOp)
+    NmsSelectOp,  # noqa: F401  (graph.NmsSelectOp)
+)
 
 _LISTED_OPS = [
         ParamOp, ConstantOp,
@@ -2458,6 +2463,7 @@ _LISTED_OPS = [
         CallKernelOp,
         *MORE_OPS,
         *COVERAGE_OPS,
+        *COVERAGE4_OPS,
 ]
 
 Graph = Dialect(

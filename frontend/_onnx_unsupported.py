@@ -21,19 +21,10 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
         "Multinomial"})),
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
-    "quantized": ("quantized op (not implemented yet)", frozenset({
-        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "ConvInteger"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),
-    "data-dependent": ("the output size depends on the data (not implemented yet for this op)", frozenset({
-        "Unique", "Compress", "NonMaxSuppression"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
-        "RoiAlign", "MaxRoiPool", "DeformConv", "MaxUnpool"})),
-    "bits": ("reinterprets the bits of one element type as another (not implemented yet)", frozenset({
-        "BitCast"})),
-    "linalg": ("matrix factorization (not implemented yet)", frozenset({"Det"})),
-    "sequence-ops": ("per-sequence reversal / cache scatter (not implemented yet)", frozenset({
-        "ReverseSequence", "TensorScatter"})),
+        "MaxRoiPool"})),
 }
 
 _BY_OP = {op: text for text, ops in CATEGORIES.values() for op in ops}

@@ -111,10 +111,18 @@ def onnx_dtype_name(elem_type: int) -> str:
         return f"dtype#{elem_type}"
 
 
+def dtype_reason(elem_type: int) -> str:
+    """Why an ONNX element type is refused: `dtype NAME`, with the family when there is one."""
+    name = onnx_dtype_name(elem_type)
+    if name.startswith(("float8", "float6", "float4", "int4", "uint4", "int2", "uint2")):
+        return f"dtype {name} (8-, 6- and 4-bit floats and 4- and 2-bit integers have no element type)"
+    return f"dtype {name}"
+
+
 def element_type(elem_type: int) -> Attribute:
     """xDSL element type of an ONNX element type (raises Unsupported)."""
     if elem_type not in _DTYPES:
-        raise Unsupported(f"dtype {onnx_dtype_name(elem_type)}")
+        raise Unsupported(dtype_reason(elem_type))
     return _DTYPES[elem_type][1]
 
 
@@ -580,7 +588,7 @@ def _static_problems(model: onnx.ModelProto, value_info,
                 for name in list(node.input) + list(node.output):
                     info = value_info.get(name)
                     if name and info is not None and info[0] not in _DTYPES and info[0] != 0:
-                        reason = f"dtype {onnx_dtype_name(info[0])}"
+                        reason = dtype_reason(info[0])
                         break
             if reason is None and spec.check is not None:
                 reason = spec.check(node, opset, known) if spec.check_known else spec.check(node, opset)
@@ -756,7 +764,7 @@ def _build(cx: Importer) -> ModuleOp:
             continue
         elem_type, shape, names = t
         if elem_type not in _DTYPES:
-            cx.problems.append(Problem("<input>", 0, vi.name, f"dtype {onnx_dtype_name(elem_type)}"))
+            cx.problems.append(Problem("<input>", 0, vi.name, dtype_reason(elem_type)))
             poisoned.add(vi.name)
             continue
         arg_types.append(TensorType(_DTYPES[elem_type][1], shape))
