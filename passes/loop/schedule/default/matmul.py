@@ -72,8 +72,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     elif m_ext is not None and m_ext % mr:
         # the last row tile is clamped (_clamp_rows: it recomputes row M-1); a smaller tile
         # may waste fewer rows: the mr' in (mr/2, mr] with the least ceil(M/mr') * (mr' + 1),
-        # the +1 for the B vectors each tile loads per k (M = 128: 6, not 4; M = 7: 4)
-        mr = min(range(mr, mr // 2, -1), key=lambda r: (-(-m_ext // r)) * (r + 1))
+        # the +1 for the B vectors each tile loads per k (M = 128: 6, not 4; M = 7: 4); on a
+        # tie the one wasting fewer rows (M = 63 of 8: 7), then the larger
+        mr = min(range(mr, mr // 2, -1), key=lambda r: ((-(-m_ext // r)) * (r + 1), -(-m_ext // r) * r - m_ext))
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
     mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
