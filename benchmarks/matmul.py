@@ -4,6 +4,7 @@
     python benchmarks/matmul.py --sizes 1024 --reps 10 --threads 1
     python benchmarks/matmul.py --sizes 65x33x17,63x64x48 --threads 1   # M x K x N (ragged tiles)
     python benchmarks/matmul.py --sizes fc --threads 1   # FC layers at batch 1 (alexnet/vgg/zfnet)
+    python benchmarks/matmul.py --sizes transformer      # BERT / ViT / GPT-2 shapes; BxMxKxN: batched
 
 NumPy runs in a subprocess per thread count with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
 MKL_NUM_THREADS set and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed from its environment
@@ -45,12 +46,12 @@ for case in cfg["cases"]:
     kind = case["kind"]
     rng = np.random.default_rng(0)
     if kind == "matmul":
-        m, k, n = case["mkn"]
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        o = np.empty((m, n), np.float32)
+        *bt, m, k, n = case["mkn"]
+        a = rng.standard_normal((*bt, m, k), dtype=np.float32)
+        b = rng.standard_normal((*bt, k, n), dtype=np.float32)
+        o = np.empty((*bt, m, n), np.float32)
         f = lambda: np.matmul(a, b, out=o)
-        flops = 2.0 * m * n * k
+        flops = 2.0 * m * n * k * (bt[0] if bt else 1)
     else:  # conv via im2col + matmul per group (the im2col is timed too)
         n_, c, h, w, co, kh, kw, s, p, *grp = case["conv"]
         g = grp[0] if grp else 1
@@ -77,6 +78,11 @@ print(json.dumps(out))
 
 # matrix-vector products of the FC layers (M = 1): alexnet / vgg / zfnet fc6, fc7, fc8
 FC_SIZES = "1x9216x4096,1x4096x4096,1x4096x1000,4x4096x1000"
+# the transformer benchmarks' matmuls: BERT-like (seq 128, d 512, FFN 2048, 8 heads of 64: the
+# batched attention products B x M x K x N), the ViT (197 tokens, d 384, MLP 1536), GPT-2 decode
+# steps (M = 1, d 768)
+TRANSFORMER_SIZES = ("128x512x512,128x512x2048,128x2048x512,8x128x64x128,8x128x128x64,197x384x384,"
+                     "197x384x1536,197x1536x384,1x768x768,1x768x3072,1x3072x768,1x768x2304")
 
 
 def numpy_gflops(cases: list[dict], threads: int) -> tuple[str, list[float]]:
@@ -105,8 +111,9 @@ def time_min(fn, reps: int) -> float:
     return min(ts)
 
 
-def matmul_text(m: int, k: int, n: int) -> str:
-    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+def matmul_text(m: int, k: int, n: int, batch: int = 0) -> str:
+    p = f"{batch}x" if batch else ""
+    a, b, c = f"tensor<{p}{m}x{k}xf32>", f"tensor<{p}{k}x{n}xf32>", f"tensor<{p}{m}x{n}xf32>"
     return f"""
 func.func @main(%a: {a}, %b: {b}) -> {c} {{
   %c = graph.matmul %a, %b : ({a}, {b}) -> {c}
@@ -151,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     from minimlir.backend import parallel
     from minimlir.backend.runtime import compile_mlir_text
 
-    spec = FC_SIZES if args.sizes == "fc" else args.sizes
+    spec = {"fc": FC_SIZES, "transformer": TRANSFORMER_SIZES}.get(args.sizes, args.sizes)
     sizes = [[int(d) for d in s.split("x")] * (3 if "x" not in s else 1) for s in spec.split(",")]
     threads = thread_counts(args.threads)
     cases = [{"kind": "matmul", "mkn": mkn, "reps": args.reps} for mkn in sizes]
@@ -160,12 +167,12 @@ def main(argv: list[str] | None = None) -> None:
     for t in threads:
         blas, ref[t] = numpy_gflops(cases, t)
     rows = []
-    for i, (m, k, n) in enumerate(sizes):
-        prog = compile_mlir_text(matmul_text(m, k, n), pipeline=args.pipeline)
+    for i, (*bt, m, k, n) in enumerate(sizes):
+        prog = compile_mlir_text(matmul_text(m, k, n, *bt), pipeline=args.pipeline)
         rng = np.random.default_rng(0)
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        out = np.empty((m, n), np.float32)
+        a = rng.standard_normal((*bt, m, k), dtype=np.float32)
+        b = rng.standard_normal((*bt, k, n), dtype=np.float32)
+        out = np.empty((*bt, m, n), np.float32)
         prog.main(a, b, out=out)
         err = float(np.abs(out - a @ b).max())
         assert err < 1e-2 * np.sqrt(k), f"wrong result (max error {err})"
@@ -173,9 +180,9 @@ def main(argv: list[str] | None = None) -> None:
         for t in threads:
             parallel.set_num_threads(t)
             sec = time_min(lambda: prog.main(a, b, out=out), args.reps)
-            per_t.append((2.0 * m * n * k / sec / 1e9, ref[t][i]))
+            per_t.append((2.0 * m * n * k * (bt[0] if bt else 1) / sec / 1e9, ref[t][i]))
         parallel.set_num_threads(0)
-        rows.append((f"matmul {m}x{k}x{n}", per_t))
+        rows.append((f"matmul {'x'.join(map(str, (*bt, m, k, n)))}", per_t))
     print(f"numpy BLAS: {blas}; cores: {parallel.cpu_count()}; load average: {os.getloadavg()[0]:.1f}")
     print_table("GFLOP/s (higher is better); ratio = minimlir / numpy", rows, threads)
 

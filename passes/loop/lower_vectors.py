@@ -33,12 +33,12 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     VectorType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
-from minimlir.passes.loop.schedule.affine import affine_of
+from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
 from minimlir.passes._diagnostics import emit_error
 from minimlir.passes.loop._main_loop import add_main_loop, keep_remainder
 from minimlir.passes.loop.schedule.api import (
@@ -55,6 +55,15 @@ def _is_element_op(op: Operation) -> bool:
     ) and not isinstance(op, arith.IndexCastOp)
 
 
+def _index_form(v: SSAValue, for_op: loop.ForOp):
+    """The affine form of index `v`; a non-affine one computed outside `for_op` (the matmul
+    rule's clamped row min(i, M-1)) is the same for every lane: an opaque atom."""
+    f = affine_of(v)
+    if f is None and not for_op.is_ancestor(v.owner if isinstance(v, OpResult) else v.owner.parent_op()):
+        return AffineForm.atom(v)
+    return f
+
+
 def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None:
     """Why the body of `for_op` cannot become vector code along its variable, or None."""
     iv = for_op.induction_var
@@ -67,7 +76,7 @@ def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None
         if op.regions:
             return f"'{op.name}' with regions in the loop body", op
         if isinstance(op, mem.LoadOp | mem.StoreOp):
-            forms = [affine_of(i) for i in op.indices]
+            forms = [_index_form(i, for_op) for i in op.indices]
             if any(f is None for f in forms):
                 return "non-affine (gather) index along the vectorized loop", op
             coeffs = [f.coeff(iv) for f in forms]  # type: ignore[union-attr]
@@ -119,7 +128,7 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
         if op is vloop or isinstance(op, loop.YieldOp | loop.BlockOp):
             continue
         if isinstance(op, mem.LoadOp):
-            forms = [affine_of(i) for i in op.indices]
+            forms = [_index_form(i, vloop) for i in op.indices]
             if any(f.coeff(iv) for f in forms):  # type: ignore[union-attr]
                 new = mem.LoadOp(op.memref, list(op.indices), VectorType(op.result.type, [width]))
                 Rewriter.insert_op(new, InsertPoint.before(op))

@@ -61,7 +61,7 @@ class LoopSchedulePass(ModulePass):
             nv=self.nv or m.nv,
             mc=self.mc or m.mc,
             kc=self.kc or m.kc,
-            pack_b=self.pack_b,
+            pack_b=True if self.pack_b else m.pack_b,  # off: the rule decides
             parallel=self.parallel,
         )
         c = ConvKnobs()

@@ -13,6 +13,7 @@ from minimlir.passes.loop.schedule.api import const_index
 from minimlir.passes.loop.schedule.default import transaction
 from minimlir.compiler.pipelines import expand
 from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
+from minimlir.passes.loop.schedule.default.matmul import register_tile
 
 native_ok, native_reason = H.native_status()
 needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
@@ -60,13 +61,13 @@ def test_matmul_interpreted_same_as_unscheduled(mkn):
 
 def test_matmul_schedule_structure():
     """The register tile: accumulator buffer, hoisted init, vector + unrolled loops, parallel i0."""
-    m = H.legalize(matmul_text(64, 32, 48))
+    m = H.legalize(matmul_text(66, 32, 48))  # 6 | M: the full 6-row tile
     assert D.schedule_module(m, D.ScheduleConfig(width=8)) == {"matmul_0": "matmul"}
     text = str(m)
     assert 'loop.block "matmul_init"' in text
     assert 'loop.block "matmul_acc_in"' in text and 'loop.block "matmul_acc_out"' in text
-    k = D.MatmulKnobs()
-    assert f"memref<{k.mr}x{k.nv * 8}xf32>" in text  # mr x (nv * W)
+    mr, nv = register_tile(D.MatmulKnobs(), D.ScheduleConfig(width=8).vector_registers)
+    assert f"memref<{mr}x{nv * 8}xf32>" in text  # mr x (nv * W)
     assert "math.fma" in text
     assert " parallel " in text and " vectorize " in text and "unroll" in text
 

@@ -67,7 +67,9 @@ def test_no_tracing_no_assignment_is_untouched():
 def test_matmul_trace_names_rule_and_heuristic_choices():
     _, trace = _schedule(MATMUL)
     assert trace.rule == "matmul"
-    assert trace.values["matmul.mr"] == 8 and trace.values["matmul.nv"] == 2
+    # width 8: 16 vector registers, the 6 x 2 tile (M = 64: the last row tile is clamped)
+    assert trace.values["matmul.mr"] == 6 and trace.values["matmul.nv"] == 2
+    assert trace.values["matmul.clamp_rows"] is True and trace.values["matmul.pack_b"] is True
     assert trace.values["matmul.width"] == 8 and trace.facts["matmul.M"] == 64
 
 

@@ -22,7 +22,8 @@ def test_equal_kernels_are_one_task_with_their_call_count():
     assert len(mm) == 1 and mm[0].weight == 2  # weights (b vs c) are arguments: same key
     assert mm[0].flops == 2 * 16 * 32 * 32 + 16 * 32  # the FMAs and the fused relu
     assert mm[0].shapes == [[16, 32], [32, 32], [16, 32]] and mm[0].num_outputs == 1
-    assert mm[0].defaults["matmul.mr"] == 8 and mm[0].facts["matmul.M"] == 16
+    # the default row tile (8 with 32 vector registers, else 4 of 6: the rows of M = 16 it wastes least)
+    assert mm[0].defaults["matmul.mr"] in (4, 8) and mm[0].facts["matmul.M"] == 16
 
 
 def test_different_shapes_are_different_tasks():

@@ -12,7 +12,12 @@ attempt back in transaction.py, shared helpers in _helpers.py. A new rule is a n
 `schedule_<name>(kernel, cfg) -> bool` added to RULES:
 
   * matmul (block "matmul", loops [batch…, i, j, k], one reduce var last): register blocking
-    (mr, nv shrink to divisors of static M, N/W when that keeps at least half the tile)
+    with a tile that fits the vector registers (mr*nv + nv + 1 of them: 6 x 2 with 16, 8 x 2
+    with 32; nv shrinks to a divisor of static N/W when that keeps at least half the tile). A
+    ragged or dynamic M keeps its tile in registers: the last row tile runs all mr rows and
+    reads / writes row min(i, M-1) (mr drops to the row count that wastes least, M = 7: 4).
+    The row blocks (mc) are an even number of equal parallel chunks; with 16 registers and a
+    static M of 4+ tiles, B's kc x nv*W panel is packed once per row block (pack_b)
         i -> (i0, i1, i2) = (·, mc/mr, mr)    j -> (j0, j1, j2) = (·, nv, W)    k -> (k0, k1) = (·, kc)
         order  i0 k0 j0 i1 k1 i2 j1 j2     i0 parallel, i2 j1 unrolled, j2 vector (W lanes)
     (static M <= small_m, a matrix-vector product: mr = M, nv = small_nv, kc = small_kc, one

@@ -3,13 +3,16 @@ fused consumers per row block (see the package docstring for the tiling)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
+from xdsl.rewriter import InsertPoint
 
 from minimlir.passes.loop.schedule.default.knobs import choose, fact
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule.api import (
     Schedule,
     const_index,
+    emit,
+    iconst,
 )
 from minimlir.passes.loop.schedule.default import transaction
 from minimlir.passes.loop.schedule.default._helpers import (
@@ -36,7 +39,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         return False
     if _direct_loops(blk) is None or len(blk.kinds) < 3:
         return False
-    mr, nv = max(1, k.mr), max(1, k.nv)
+    mr, nv = register_tile(k, cfg.vector_registers)
     bname = blk.block_name.data  # the Schedule API's handle of the block (and of those made from it)
     out_bufs = {op.memref for op in blk.body.walk() if isinstance(op, mem.StoreOp)}
     j_var = blk.body.block.args[-2]
@@ -67,15 +70,28 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
                 nv = _largest_divisor(n_ext // w2, nv * W // w2)
                 W = w2
     elif m_ext is not None and m_ext % mr:
-        d = _largest_divisor(m_ext, mr)
-        mr = d if 2 * d > mr else mr
+        # the last row tile is clamped (_clamp_rows: it recomputes row M-1); a smaller tile
+        # may waste fewer rows: the mr' in (mr/2, mr] with the least ceil(M/mr') * (mr' + 1),
+        # the +1 for the B vectors each tile loads per k (M = 128: 6, not 4; M = 7: 4); on a
+        # tie the one wasting fewer rows (M = 63 of 8: 7), then the larger
+        mr = min(range(mr, mr // 2, -1), key=lambda r: ((-(-m_ext // r)) * (r + 1), -(-m_ext // r) * r - m_ext))
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
     mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
+    if not small and m_ext is not None and m_ext > mc:
+        # the row blocks are the parallel chunks: an even number of about equal ones (M = 128,
+        # mr = 6: two of 66 rows, not 60 + 60 + 8, which leaves one of two threads idle a third)
+        tiles = -(-m_ext // mr)
+        chunks = 2 * max(1, m_ext // (2 * mc))
+        mc = -(-tiles // chunks) * mr
+    # packing B pays off when its panel is reused by many row tiles: a static M of several
+    # tiles (a dynamic M may be 1, a decode step, where the copy doubles the traffic on B)
+    pack_default = k.pack_b if k.pack_b is not None else (
+        cfg.vector_registers < 32 and m_ext is not None and m_ext >= 4 * mr)
     fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
     mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
                                                                 ("mc", mc), ("kc", kc)))
-    order, pack_b = choose("matmul.order", "ikj"), choose("matmul.pack_b", k.pack_b)
+    order, pack_b = choose("matmul.order", "ikj"), choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
 
     def main(s: Schedule) -> None:
@@ -120,6 +136,12 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         nb = len(b.bindings)
         _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block(bname))[nb - 3])
 
+    if parallel:
+        nb = len(b.bindings)
+        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block(bname))[nb - 3]))
+    ragged: list[str] = []  # blocks whose row tile loop got the constant trip count mr
+    if choose("matmul.clamp_rows", k.clamp_rows) and not small:
+        ragged = _exact_row_tiles(kernel, bname, mr)
     for name in (bname, f"{bname}_acc_in", f"{bname}_acc_out"):
 
         def inner(s: Schedule, name=name) -> None:
@@ -134,16 +156,85 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             transaction.attempt(kernel, inner)
 
+    if ragged:
+        _clamp_rows(kernel, bname, ragged, m_ext)
+
     def init(s: Schedule) -> None:
         ib = s.get_block(f"{bname}_init")
         s.vectorize(s.get_loops(ib)[-1])
         _mark_width(s.get_loops(ib)[-1], W)
 
     transaction.attempt(kernel, init)
-    if parallel:
-        nb = len(b.bindings)
-        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block(bname))[nb - 3]))
     _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"})
     return True
 
 
+
+
+def register_tile(k, registers: int) -> tuple[int, int]:
+    """The register tile mr x nv vectors: the knobs' when set, else what fits `registers` vector
+    registers with one B vector per column and one broadcast of A: mr*nv + nv + 1 <= registers
+    (16: 6 x 2, AVX2; 32: 8 x 2, AVX-512). A tile that does not fit spills its accumulators
+    to the stack inside the k1 loop (measured: 8 x 2 on 16 registers, 2-3x slower)."""
+    if k.mr and k.nv:
+        return max(1, k.mr), max(1, k.nv)
+    mr, nv = (8, 2) if registers >= 32 else (6, 2)
+    return max(1, k.mr or mr), max(1, k.nv or nv)
+
+
+def _exact_row_tiles(kernel: func.FuncOp, bname: str, mr: int) -> list[str]:
+    """Give the guarded register-tile row loops (`for i2 < min(mr, M - i*mr)`: M % mr != 0, or M
+    dynamic) the constant trip count mr, so they unroll and their accumulator stays in
+    registers; returns the blocks changed. _clamp_rows then keeps their rows inside M."""
+    out = []
+    s = Schedule(kernel)
+    for name in (f"{bname}_acc_in", bname, f"{bname}_acc_out"):
+        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            continue
+        i2 = s.get_loops(s.get_block(name))[-3]  # the tile loops i2 j1 j2 end each of the three nests
+        if const_index(i2.ub) is None:
+            i2.operands = [i2.lb, iconst(kernel, mr), i2.step]
+            out.append(name)
+    return out
+
+
+def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | None) -> None:
+    """Rows of the ragged tiles _exact_row_tiles made: the blocks read and write row
+    min(i, M-1) instead of i. The extra rows of the last tile recompute row M-1 and store the
+    same value there (every copy loads its accumulator before any copy stores: acc_in, then the
+    k1 loop, then acc_out), so the result is unchanged.
+
+        for i2 = 0 to mr { %r = min(i*mr + i2, M-1); ... block (row = i*mr + i2) uses %r ... }
+
+    The clamped row is computed in the i2 loop body, outside the vector loop, so it is the same
+    for every lane (loop-lower-vectors accepts such an index); the bindings stay affine."""
+    from xdsl.ir import Operation
+
+    from minimlir.passes.loop.schedule.affine import affine_of
+    from minimlir.passes.loop.schedule.api import materialize_form
+
+    s = Schedule(kernel)
+    if m_ext is not None:
+        last = iconst(kernel, m_ext - 1)
+    else:  # M from the output buffer (values taken before a rolled-back attempt are gone)
+        st = next(o for o in s.get_block(f"{bname}_acc_out").body.walk() if isinstance(o, mem.StoreOp))
+        buf = st.memref
+        ip = InsertPoint.after(buf.owner) if isinstance(buf.owner, Operation) else InsertPoint.at_start(
+            kernel.body.block)
+        m_dim = emit(mem.DimOp(buf, len(st.indices) - 2), ip)
+        last = emit(arith.SubiOp(m_dim, iconst(kernel, 1)), InsertPoint.after(m_dim.owner))
+    for name in names:
+        blk = s.get_block(name)
+        i2 = s.get_loops(blk)[-3]
+        pos = len(blk.bindings) - (3 if name == bname else 2)
+        form = affine_of(blk.bindings[pos])
+        inner = {l.induction_var for l in s.get_loops(blk)[-2:]}
+        if form is None or form.atoms & inner:
+            raise AssertionError(f"matmul rule: row binding of '{name}' is not a function of the row loops")
+        body_ip = InsertPoint.at_start(i2.body.block)
+        row = materialize_form(form, kernel, body_ip)
+        clamped = emit(arith.MinSIOp(row, last), InsertPoint.after(row.owner) if isinstance(row.owner, Operation)
+                       else body_ip)
+        arg = blk.body.block.args[pos]
+        for u in list(arg.uses):
+            u.operation.operands = [clamped if v is arg else v for v in u.operation.operands]

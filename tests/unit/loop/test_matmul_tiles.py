@@ -1,0 +1,141 @@
+"""The matmul rule's register tiles on the edges: ragged M / N / K (1, 3, 17, 127, 129), the
+clamped last row tile, dynamic M, batched and transposed operands, bias + GELU epilogues, and the
+tile that fits the vector registers. Native results against NumPy; several matmuls share one
+compile (one function), so the file stays cheap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minimlir.compiler.interpreter as H
+import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+from minimlir.passes.loop.schedule import default as D
+from minimlir.passes.loop.schedule import lower_scheduled
+from minimlir.passes.loop.schedule.default.matmul import register_tile
+
+native_ok, native_reason = H.native_status()
+needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
+
+
+def _compile(text: str):
+    from minimlir.backend.runtime import compile_mlir_text
+
+    return compile_mlir_text(text, pipeline="compile", cache=False)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+def t(shape) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def many_matmuls(shapes) -> str:
+    """One function, one graph.matmul per (M, K, N): one kernel each, one compile for all."""
+    args = ", ".join(f"%a{i}: {t((m, k))}, %b{i}: {t((k, n))}" for i, (m, k, n) in enumerate(shapes))
+    outs = ", ".join(t((m, n)) for m, _, n in shapes)
+    body = "\n".join(
+        f"  %c{i} = graph.matmul %a{i}, %b{i} : ({t((m, k))}, {t((k, n))}) -> {t((m, n))}"
+        for i, (m, k, n) in enumerate(shapes)
+    )
+    rets = ", ".join(f"%c{i}" for i in range(len(shapes)))
+    return f"func.func @main({args}) -> ({outs}) {{\n{body}\n  func.return {rets} : {outs}\n}}"
+
+
+# M, K, N on the edges of the register tile (6 or 8 rows, 2 vectors) and of the cache tiles
+# (a ragged N with a large M compiles slowly: its vector remainders unroll with the tile)
+RAGGED = [(1, 3, 17), (3, 17, 128), (17, 129, 3), (127, 17, 32), (129, 3, 16), (17, 127, 40),
+          (129, 129, 127), (13, 300, 24)]
+
+
+@needs_native
+def test_ragged_matmuls_native():
+    prog = _compile(many_matmuls(RAGGED))
+    ins = []
+    for i, (m, k, n) in enumerate(RAGGED):
+        ins += [rand(m, k, seed=i), rand(k, n, seed=i + 100)]
+    got = prog.main(*ins)
+    for i, (m, k, n) in enumerate(RAGGED):
+        a, b = ins[2 * i], ins[2 * i + 1]
+        np.testing.assert_allclose(got[i], a @ b, rtol=1e-4, atol=1e-4, err_msg=f"{m}x{k}x{n}")
+
+
+def test_ragged_rows_stay_in_registers():
+    """M = 17 with a 6-row tile: the last tile's row loop gets the constant trip count (it
+    unrolls) and the blocks read row min(i, M-1)."""
+    m = H.legalize(many_matmuls([(17, 40, 32)]))
+    cfg = D.ScheduleConfig(width=8, registers=16)
+    assert D.schedule_module(m, cfg) == {"matmul_0": "matmul"}
+    text = str(m)
+    assert "memref<6x16xf32>" in text  # the 6 x 2-vector tile of 16 registers
+    assert text.count("arith.minsi") >= 3  # the clamped row of acc_in, matmul and acc_out
+    lower_scheduled(m, 8)
+    m.verify()
+
+
+@pytest.mark.parametrize("mkn", [(7, 13, 8), (17, 9, 20), (5, 3, 4)])
+def test_clamped_rows_interpreted_same_as_unscheduled(mkn):
+    """Interpreter: the clamped schedule (mr = 3 over M = 7, 17, 5) computes what the
+    unscheduled kernel does."""
+    m, k, n = mkn
+    text = many_matmuls([mkn])
+    inputs = [rand(m, k), rand(k, n, seed=1)]
+    want = H.interpret_kernels(H.legalize(text), None, inputs)
+    mod = H.legalize(text)
+    cfg = D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4))
+    D.schedule_module(mod, cfg)
+    assert "arith.minsi" in str(mod)
+    lower_scheduled(mod, 4)
+    got = H.interpret_kernels(mod, None, inputs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+def test_dynamic_m_native():
+    """One compile, M = 1 ... 131 (the decode step and the prefill of one artifact)."""
+    text = """
+func.func @main(%a: tensor<?x64xf32>, %b: tensor<64x48xf32>, %c: tensor<48xf32>) -> tensor<?x48xf32> {
+  %m = graph.matmul %a, %b : (tensor<?x64xf32>, tensor<64x48xf32>) -> tensor<?x48xf32>
+  %s = graph.add %m, %c : (tensor<?x48xf32>, tensor<48xf32>) -> tensor<?x48xf32>
+  func.return %s : tensor<?x48xf32>
+}"""
+    prog = _compile(text)
+    b, c = rand(64, 48, seed=1), rand(48, seed=2)
+    for m in (1, 2, 5, 6, 7, 13, 131):
+        a = rand(m, 64, seed=m)
+        np.testing.assert_allclose(prog.main(a, b, c), a @ b + c, rtol=1e-4, atol=1e-4, err_msg=f"M={m}")
+
+
+@needs_native
+def test_batched_transposed_gelu_epilogue_native():
+    """Attention-like batched matmuls (heads x 17 x 24 @ heads x 24 x 16, B given transposed),
+    and a linear layer with a bias + erf-GELU epilogue fused into the matmul kernel."""
+    text = """
+func.func @main(%q: tensor<2x17x24xf32>, %k: tensor<2x16x24xf32>, %x: tensor<19x24xf32>, %w: tensor<24x32xf32>,
+                %bias: tensor<32xf32>) -> (tensor<2x17x16xf32>, tensor<19x32xf32>) {
+  %kt = graph.transpose %k perm [0, 2, 1] : tensor<2x16x24xf32> -> tensor<2x24x16xf32>
+  %s = graph.matmul %q, %kt : (tensor<2x17x24xf32>, tensor<2x24x16xf32>) -> tensor<2x17x16xf32>
+  %m = graph.matmul %x, %w : (tensor<19x24xf32>, tensor<24x32xf32>) -> tensor<19x32xf32>
+  %h = graph.add %m, %bias : (tensor<19x32xf32>, tensor<32xf32>) -> tensor<19x32xf32>
+  %e = graph.erf %h : tensor<19x32xf32>
+  %g = graph.mul %h, %e : (tensor<19x32xf32>, tensor<19x32xf32>) -> tensor<19x32xf32>
+  func.return %s, %g : tensor<2x17x16xf32>, tensor<19x32xf32>
+}"""
+    from math import erf
+
+    q, k, x, w = rand(2, 17, 24), rand(2, 16, 24, seed=1), rand(19, 24, seed=2), rand(24, 32, seed=3)
+    bias = rand(32, seed=4)
+    s, g = _compile(text).main(q, k, x, w, bias)
+    np.testing.assert_allclose(s, q @ k.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+    h = x @ w + bias
+    np.testing.assert_allclose(g, h * np.vectorize(erf)(h).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_register_tile_fits_the_registers():
+    k = D.MatmulKnobs()
+    for regs in (16, 32):
+        mr, nv = register_tile(k, regs)
+        assert mr * nv + nv + 1 <= regs  # accumulators, one B vector per column, one broadcast
+    assert register_tile(D.MatmulKnobs(mr=4, nv=3), 16) == (4, 3)  # explicit knobs win
