@@ -43,7 +43,7 @@ class LoopSchedulePass(ModulePass):
     nv: int = 0
     mc: int = 0
     kc: int = 0
-    pack_b: bool = False
+    pack_b: bool | None = None  # unset: the matmul rule decides; true/false forces B's packing on/off
     conv_rw: int = 0
     conv_nv: int = 0
     parallel: bool = True
@@ -61,7 +61,7 @@ class LoopSchedulePass(ModulePass):
             nv=self.nv or m.nv,
             mc=self.mc or m.mc,
             kc=self.kc or m.kc,
-            pack_b=True if self.pack_b else m.pack_b,  # off: the rule decides
+            pack_b=m.pack_b if self.pack_b is None else self.pack_b,
             parallel=self.parallel,
         )
         c = ConvKnobs()

@@ -5,6 +5,8 @@ compile (one function), so the file stays cheap."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -139,3 +141,20 @@ def test_register_tile_fits_the_registers():
         mr, nv = register_tile(k, regs)
         assert mr * nv + nv + 1 <= regs  # accumulators, one B vector per column, one broadcast
     assert register_tile(D.MatmulKnobs(mr=4, nv=3), 16) == (4, 3)  # explicit knobs win
+
+
+def test_pack_b_option_forces_either_way_and_unset_lets_the_rule_decide():
+    """`loop-schedule{pack_b=false}` turns B's packing off even where the rule would pack it (a
+    regression: false used to mean "the rule decides"); unset leaves the decision to the rule."""
+    from minimlir.passes.loop.schedule import LoopSchedulePass
+
+    assert LoopSchedulePass().config().matmul.pack_b is None
+    assert LoopSchedulePass(pack_b=False).config().matmul.pack_b is False
+    assert LoopSchedulePass(pack_b=True).config().matmul.pack_b is True
+    text = many_matmuls([(64, 32, 64)])
+    forced_off, decided = H.legalize(text), H.legalize(text)
+    D.schedule_module(forced_off, dataclasses.replace(D.ScheduleConfig(width=8), matmul=LoopSchedulePass(
+        pack_b=False).config().matmul))
+    D.schedule_module(decided, dataclasses.replace(D.ScheduleConfig(width=8), matmul=LoopSchedulePass().config().matmul))
+    assert "matmul_pack_b" not in str(forced_off)
+    assert "matmul_pack_b" in str(decided)  # the rule packs a static M of >= 4 tiles with 16 registers
