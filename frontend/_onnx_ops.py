@@ -1030,6 +1030,30 @@ def _squeeze_spatial(cx: Importer, y: SSAValue) -> SSAValue:
     return cx.reshape(y, [d[0], d[1], d[3]])
 
 
+def conv_nd(n: NodeView, x, w, bias, who: str = ""):
+    """graph.conv2d of `x` and `w` with the node's conv attributes (strides, pads with auto_pad
+    resolved, dilations, group); a 1-D conv goes through a unit spatial dim. `who` prefixes the
+    refusals (e.g. "ConvInteger: ")."""
+    cx = n.cx
+    k = len(_shape(x)) - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{who}{k}-D convolution (only 1-D and 2-D)")
+    kernel = n.attr("kernel_shape") or _shape(w)[2:]
+    if DYNAMIC in kernel:
+        raise Unsupported(f"{who}kernel with dynamic size")
+    strides = list(n.attr("strides", [1] * k))
+    dilations = list(n.attr("dilations", [1] * k))
+    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
+    group = int(n.attr("group", 1))
+    if k == 1:
+        x = _unsqueeze_spatial(cx, x)
+        wd = cx.dims(w)
+        w = cx.reshape(w, [wd[0], wd[1], 1, wd[2]])
+    y = cx.emit1(graph.Conv2dOp(x, w, bias=bias, strides=_to_2d(k, strides, 1), pads=_pads_2d(k, pads),
+                                dilations=_to_2d(k, dilations, 1), group=group))
+    return _squeeze_spatial(cx, y) if k == 1 else y
+
+
 @onnx_op("Conv", check=_check_auto_pad)
 def emit_conv(n: NodeView) -> list:
     """Conv(x, w, b) -> graph.conv2d {strides, pads [top, left, bottom, right], dilations, group};
@@ -1043,33 +1067,7 @@ def emit_conv(n: NodeView) -> list:
     else:
         w = _ssa(n, 1)
         b = cx.ssa(n.input(2)) if n.input(2) is not None else None
-    rank = len(_shape(x))
-    k = rank - 2
-    if k not in (1, 2):
-        raise Unsupported(f"{k}-D convolution (only 1-D and 2-D)")
-    kernel = n.attr("kernel_shape") or _shape(w)[2:]
-    if DYNAMIC in kernel:
-        raise Unsupported("kernel with dynamic size")
-    strides = list(n.attr("strides", [1] * k))
-    dilations = list(n.attr("dilations", [1] * k))
-    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
-    group = int(n.attr("group", 1))
-    if k == 1:
-        x = _unsqueeze_spatial(cx, x)
-        wd = cx.dims(w)
-        w = cx.reshape(w, [wd[0], wd[1], 1, wd[2]])
-    y = cx.emit1(
-        graph.Conv2dOp(
-            x,
-            w,
-            bias=b,
-            strides=_to_2d(k, strides, 1),
-            pads=_pads_2d(k, pads),
-            dilations=_to_2d(k, dilations, 1),
-            group=group,
-        )
-    )
-    out = _squeeze_spatial(cx, y) if k == 1 else y
+    out = conv_nd(n, x, w, b)
     if folded is not None:
         for name in folded[2]:
             cx.aliases[name] = cx.from_ssa(out)

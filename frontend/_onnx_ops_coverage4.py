@@ -35,19 +35,15 @@ from xdsl.dialects.builtin import AnyFloat, Float16Type, IntegerType, Signedness
 from minimlir.dialects import graph
 from minimlir.frontend._onnx_ops import (
     _DTYPES,
+    conv_nd,
     _attr,
     _axis,
     _check_auto_pad,
     _const_input,
     _elem,
-    _pads_2d,
     _s,
     _shape,
-    _spatial_pads,
-    _squeeze_spatial,
     _ssa,
-    _to_2d,
-    _unsqueeze_spatial,
     onnx_op,
 )
 from minimlir.frontend.onnx_import import DYNAMIC, NodeView, Unsupported, onnx_dtype_name
@@ -285,29 +281,6 @@ def _centered_f64(n: NodeView, i_x: int, i_zp: int, what: str, per_channel_len: 
     return cx.emit1(graph.SubOp(xf, zf)), x
 
 
-def _conv_f64(n: NodeView, x, w, bias):
-    """graph.conv2d of f64 operands with the node's conv attributes (1-D via a unit dim)."""
-    cx = n.cx
-    rank = len(_shape(x))
-    k = rank - 2
-    if k not in (1, 2):
-        raise Unsupported(f"{n.op_type}: {k}-D convolution (only 1-D and 2-D)")
-    kernel = n.attr("kernel_shape") or _shape(w)[2:]
-    if DYNAMIC in kernel:
-        raise Unsupported(f"{n.op_type}: kernel with dynamic size")
-    strides = list(n.attr("strides", [1] * k))
-    dilations = list(n.attr("dilations", [1] * k))
-    pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
-    group = int(n.attr("group", 1))
-    if k == 1:
-        x = _unsqueeze_spatial(cx, x)
-        wd = cx.dims(w)
-        w = cx.reshape(w, [wd[0], wd[1], 1, wd[2]])
-    y = cx.emit1(graph.Conv2dOp(x, w, bias=bias, strides=_to_2d(k, strides, 1), pads=_pads_2d(k, pads),
-                                dilations=_to_2d(k, dilations, 1), group=group))
-    return _squeeze_spatial(cx, y) if k == 1 else y
-
-
 @onnx_op("ConvInteger", check=_check_conv_int)
 def emit_conv_integer(n: NodeView) -> list:
     """ConvInteger(x, w, x_zero_point, w_zero_point) -> graph.cast(graph.conv2d in f64 of
@@ -315,7 +288,7 @@ def emit_conv_integer(n: NodeView) -> list:
     x, _ = _centered_f64(n, 0, 2, "x", None)
     o = _shape(_ssa(n, 1))[0]
     w, _ = _centered_f64(n, 1, 3, "w", None if o == DYNAMIC else o)
-    return [n.cx.emit1(graph.CastOp(_conv_f64(n, x, w, None), i32))]
+    return [n.cx.emit1(graph.CastOp(conv_nd(n, x, w, None), i32))]
 
 
 @onnx_op("QLinearConv", check=_check_conv_int)
@@ -341,7 +314,7 @@ def emit_qlinear_conv(n: NodeView) -> list:
         if _elem(b) != i32:
             raise Unsupported(f"QLinearConv: B must be int32, got {_elem(b)}")
         bias = cx.emit1(graph.CastOp(b, f64))
-    acc = _conv_f64(n, x, w, bias)
+    acc = conv_nd(n, x, w, bias, f"{n.op_type}: ")
     rank = len(_shape(acc))
     scales = []
     for i, what, per in ((1, "x_scale", None), (4, "w_scale", olen), (6, "y_scale", None)):
