@@ -318,143 +318,271 @@ class _Interpreter:
 
     # -- one op ------------------------------------------------------------------------------
 
-    def step(self, op: Operation, env: dict) -> None:  # noqa: C901 (a big dispatch by design)
-        g = lambda v: self.get(env, v)  # noqa: E731
-        # graph level
-        if isinstance(op, graph.CallKernelOp):
-            args = [g(a) for a in op.args]
-            dims = iter(int(g(d)) for d in op.dims)
-            outs = []
-            for r in op.outputs:
-                t = r.type
-                shape = [d if d >= 0 else next(dims) for d in t.get_shape()]
-                outs.append(_fresh(shape, np_dtype(t.get_element_type())))
-            self.call(op.callee.root_reference.data, [*args, *outs])
-            for r, o in zip(op.outputs, outs):
-                env[r] = o
-        elif isinstance(op, graph.DimOp):
-            env[op.result] = int(g(op.input).shape[op.index.value.data])
-        elif isinstance(op, graph.ReshapeOp):
-            shape = _shape(op.result.type, [g(d) for d in op.dims])
-            env[op.result] = np.ascontiguousarray(g(op.input)).reshape(shape)
-        elif isinstance(op, graph.ParamOp):
-            name = op.param_name.data
-            if name not in self.params:
-                raise InterpError(f"no value for graph.param \"{name}\"")
-            env[op.result] = np.asarray(self.params[name], dtype=np_dtype(op.result.type.get_element_type()))
-        elif isinstance(op, graph.ConstantOp):
-            env[op.result] = _dense(op.value, op.result.type)
-        elif isinstance(op, graph.ExtractOp):
-            env[op.result] = _as(np.asarray(g(op.input))[()], op.result.type)
-        elif isinstance(op, graph.FromDimsOp):
-            env[op.result] = np.array([int(g(d)) for d in op.dims], dtype=np.int64)
-        # loops
-        elif isinstance(op, loop.ForOp):
-            lb, ub, st = int(g(op.lb)), int(g(op.ub)), int(g(op.step))
-            body = op.body.block
-            for i in range(lb, ub, st):
-                env[body.args[0]] = i
-                self.run_block(body, env)
-        elif isinstance(op, loop.BlockOp):
-            vals = [int(g(b)) for b in op.bindings]
-            if op.has_init and all(v == 0 for v, k in zip(vals, op.kinds) if k == "reduce"):
-                for a, v in zip(op.init.block.args, vals):
-                    env[a] = v
-                self.run_block(op.init.block, env)
-            for a, v in zip(op.body.block.args, vals):
-                env[a] = v
-            self.run_block(op.body.block, env)
-        # memory
-        elif isinstance(op, mem.LoadOp):
-            buf = g(op.memref)
-            idx = tuple(int(g(i)) for i in op.indices)
-            self._check_bounds(buf, idx, op)
-            if isinstance(op.result.type, VectorType):
-                n = op.result.type.get_shape()[0]
-                if idx[-1] + n > buf.shape[-1]:
-                    raise InterpError(f"vector load out of bounds: {idx} + {n} in {buf.shape}")
-                env[op.result] = buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
-            else:
-                env[op.result] = buf[idx]
-        elif isinstance(op, mem.StoreOp):
-            buf = g(op.memref)
-            idx = tuple(int(g(i)) for i in op.indices)
-            self._check_bounds(buf, idx, op)
-            v = g(op.value)
-            if isinstance(op.value.type, VectorType):
-                n = op.value.type.get_shape()[0]
-                if idx[-1] + n > buf.shape[-1]:
-                    raise InterpError(f"vector store out of bounds: {idx} + {n} in {buf.shape}")
-                buf[idx[:-1]][idx[-1]: idx[-1] + n] = v
-            else:
-                buf[idx] = v
-        elif isinstance(op, mem.AllocOp | mem.AllocaOp):
-            t = op.result.type
-            env[op.result] = _fresh(_shape(t, [g(d) for d in op.dims]), np_dtype(t.get_element_type()))
-        elif isinstance(op, mem.DeallocOp):
-            buf = g(op.memref)
-            self.freed[id(buf)] = buf
-        elif isinstance(op, mem.DimOp):
-            env[op.result] = int(g(op.source).shape[op.index.value.data])
-        elif isinstance(op, mem.ViewOp):
-            shape = _shape(op.result.type, [g(d) for d in op.dims])
-            src = g(op.source)
-            view = src.reshape(shape)
-            assert np.shares_memory(view, src)
-            env[op.result] = view
-        elif isinstance(op, mem.CopyOp):
-            g(op.target)[...] = g(op.source)
-        elif isinstance(op, mem.FillOp):
-            g(op.memref)[...] = g(op.value)
-        # scalars
-        elif isinstance(op, arith.ConstantOp):
-            env[op.result] = _const(op.value, op.result.type)
-        elif type(op) in _BINARY:
-            with np.errstate(all="ignore"):
-                r = _BINARY[type(op)](g(op.operands[0]), g(op.operands[1]))
-            env[op.results[0]] = _as(r, op.results[0].type)
-        elif type(op) in _UNARY_MATH:
-            with np.errstate(all="ignore"):
-                r = _UNARY_MATH[type(op)](g(op.operands[0]))
-            env[op.results[0]] = _as(r, op.results[0].type)
-        elif isinstance(op, arith.NegfOp):
-            env[op.result] = -g(op.operand)
-        elif isinstance(op, arith.CmpiOp):
-            from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS as P
+    def getter(self, env: dict):
+        return lambda v: self.get(env, v)
 
-            env[op.result] = _cmpi(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
-        elif isinstance(op, arith.CmpfOp):
-            from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS as P
-
-            env[op.result] = _cmpf(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
-        elif isinstance(op, arith.SelectOp):
-            c, a, b = g(op.cond), g(op.lhs), g(op.rhs)
-            env[op.result] = _as(np.where(c, a, b), op.result.type) if np.ndim(c) else (a if c else b)
-        elif isinstance(op, arith.UIToFPOp | arith.ExtUIOp):
-            x = np.asarray(g(op.input))
-            if x.dtype != np.bool_:
-                x = x.astype(np.dtype(f"u{x.dtype.itemsize}"))
-            env[op.result] = _as(x, op.result.type)
-        elif isinstance(op, _CASTS):
-            with np.errstate(all="ignore"):
-                x = g(op.operands[0])
-                if isinstance(op, arith.FPToSIOp):
-                    x = np.trunc(x)
-                if isinstance(op, arith.TruncIOp) and op.result.type == IntegerType(1):
-                    x = np.asarray(x) & 1
-                env[op.results[0]] = _as(x, op.results[0].type)
-        elif isinstance(op, math.FPowIOp):
-            env[op.result] = _as(np.power(g(op.lhs), np.asarray(g(op.rhs), dtype=np.float64)), op.result.type)
-        elif isinstance(op, math.FmaOp):
-            a, b, c = (g(v) for v in op.operands)
-            env[op.result] = _as(a * b + c, op.result.type)
-        else:
-            raise InterpError(f"interpreter: unsupported op {op.name}")
+    def step(self, op: Operation, env: dict) -> None:
+        """Run one op: its handler is the first rule of _STEP_RULES that takes its class (cached)."""
+        cls = type(op)
+        handler = _STEP_HANDLERS.get(cls)
+        if handler is None:
+            handler = _STEP_HANDLERS[cls] = next((h for takes, h in _STEP_RULES if takes(cls)), _step_unsupported)
+        handler(self, op, env)
 
     @staticmethod
     def _check_bounds(buf: np.ndarray, idx: tuple[int, ...], op: Operation) -> None:
         if len(idx) != buf.ndim or any(not (0 <= i < s) for i, s in zip(idx, buf.shape)):
             raise InterpError(f"{op.name} out of bounds: index {list(idx)} into shape {list(buf.shape)}")
+
+
+# -- one op: a handler per op kind, found by class (was an isinstance chain: 28 checks an op) ----
+
+
+def _step_callkernelop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    args = [g(a) for a in op.args]
+    dims = iter(int(g(d)) for d in op.dims)
+    outs = []
+    for r in op.outputs:
+        t = r.type
+        shape = [d if d >= 0 else next(dims) for d in t.get_shape()]
+        outs.append(_fresh(shape, np_dtype(t.get_element_type())))
+    self.call(op.callee.root_reference.data, [*args, *outs])
+    for r, o in zip(op.outputs, outs):
+        env[r] = o
+
+
+def _step_graph_dim(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = int(g(op.input).shape[op.index.value.data])
+
+
+def _step_reshapeop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    shape = _shape(op.result.type, [g(d) for d in op.dims])
+    env[op.result] = np.ascontiguousarray(g(op.input)).reshape(shape)
+
+
+def _step_paramop(self, op: Operation, env: dict) -> None:
+    name = op.param_name.data
+    if name not in self.params:
+        raise InterpError(f"no value for graph.param \"{name}\"")
+    env[op.result] = np.asarray(self.params[name], dtype=np_dtype(op.result.type.get_element_type()))
+
+
+def _step_graph_constant(self, op: Operation, env: dict) -> None:
+    env[op.result] = _dense(op.value, op.result.type)
+
+
+def _step_extractop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = _as(np.asarray(g(op.input))[()], op.result.type)
+
+
+def _step_fromdimsop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = np.array([int(g(d)) for d in op.dims], dtype=np.int64)
+
+
+def _step_forop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    lb, ub, st = int(g(op.lb)), int(g(op.ub)), int(g(op.step))
+    body = op.body.block
+    for i in range(lb, ub, st):
+        env[body.args[0]] = i
+        self.run_block(body, env)
+
+
+def _step_blockop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    vals = [int(g(b)) for b in op.bindings]
+    if op.has_init and all(v == 0 for v, k in zip(vals, op.kinds) if k == "reduce"):
+        for a, v in zip(op.init.block.args, vals):
+            env[a] = v
+        self.run_block(op.init.block, env)
+    for a, v in zip(op.body.block.args, vals):
+        env[a] = v
+    self.run_block(op.body.block, env)
+
+
+def _step_loadop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    buf = g(op.memref)
+    idx = tuple(int(g(i)) for i in op.indices)
+    self._check_bounds(buf, idx, op)
+    if isinstance(op.result.type, VectorType):
+        n = op.result.type.get_shape()[0]
+        if idx[-1] + n > buf.shape[-1]:
+            raise InterpError(f"vector load out of bounds: {idx} + {n} in {buf.shape}")
+        env[op.result] = buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
+    else:
+        env[op.result] = buf[idx]
+
+
+def _step_storeop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    buf = g(op.memref)
+    idx = tuple(int(g(i)) for i in op.indices)
+    self._check_bounds(buf, idx, op)
+    v = g(op.value)
+    if isinstance(op.value.type, VectorType):
+        n = op.value.type.get_shape()[0]
+        if idx[-1] + n > buf.shape[-1]:
+            raise InterpError(f"vector store out of bounds: {idx} + {n} in {buf.shape}")
+        buf[idx[:-1]][idx[-1]: idx[-1] + n] = v
+    else:
+        buf[idx] = v
+
+
+def _step_allocop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    t = op.result.type
+    env[op.result] = _fresh(_shape(t, [g(d) for d in op.dims]), np_dtype(t.get_element_type()))
+
+
+def _step_deallocop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    buf = g(op.memref)
+    self.freed[id(buf)] = buf
+
+
+def _step_mem_dim(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = int(g(op.source).shape[op.index.value.data])
+
+
+def _step_viewop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    shape = _shape(op.result.type, [g(d) for d in op.dims])
+    src = g(op.source)
+    view = src.reshape(shape)
+    assert np.shares_memory(view, src)
+    env[op.result] = view
+
+
+def _step_copyop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    g(op.target)[...] = g(op.source)
+
+
+def _step_fillop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    g(op.memref)[...] = g(op.value)
+
+
+def _step_arith_constant(self, op: Operation, env: dict) -> None:
+    env[op.result] = _const(op.value, op.result.type)
+
+
+def _step_binary(self, op: Operation, env: dict) -> None:
+    lhs, rhs = op.operands
+    a, b = self.get(env, lhs), self.get(env, rhs)
+    result = op.results[0]
+    if type(a) is int and type(b) is int and isinstance(result.type, IndexType):
+        env[result] = int(_BINARY[type(op)](a, b))  # index arithmetic: Python ints, no NumPy state
+        return
+    with np.errstate(all="ignore"):
+        r = _BINARY[type(op)](a, b)
+    env[result] = _as(r, result.type)
+
+
+def _step_unary_math(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    with np.errstate(all="ignore"):
+        r = _UNARY_MATH[type(op)](g(op.operands[0]))
+    env[op.results[0]] = _as(r, op.results[0].type)
+
+
+def _step_negfop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = -g(op.operand)
+
+
+def _step_cmpiop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS as P
+
+    env[op.result] = _cmpi(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
+
+
+def _step_cmpfop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS as P
+
+    env[op.result] = _cmpf(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
+
+
+def _step_selectop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    c, a, b = g(op.cond), g(op.lhs), g(op.rhs)
+    env[op.result] = _as(np.where(c, a, b), op.result.type) if np.ndim(c) else (a if c else b)
+
+
+def _step_uitofpop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    x = np.asarray(g(op.input))
+    if x.dtype != np.bool_:
+        x = x.astype(np.dtype(f"u{x.dtype.itemsize}"))
+    env[op.result] = _as(x, op.result.type)
+
+
+def _step_casts(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    with np.errstate(all="ignore"):
+        x = g(op.operands[0])
+        if isinstance(op, arith.FPToSIOp):
+            x = np.trunc(x)
+        if isinstance(op, arith.TruncIOp) and op.result.type == IntegerType(1):
+            x = np.asarray(x) & 1
+        env[op.results[0]] = _as(x, op.results[0].type)
+
+
+def _step_fpowiop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    env[op.result] = _as(np.power(g(op.lhs), np.asarray(g(op.rhs), dtype=np.float64)), op.result.type)
+
+
+def _step_fmaop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    a, b, c = (g(v) for v in op.operands)
+    env[op.result] = _as(a * b + c, op.result.type)
+
+def _step_unsupported(self, op: Operation, env: dict) -> None:
+    raise InterpError(f"interpreter: unsupported op {op.name}")
+
+
+# in the order of the old chain: the first rule whose test takes the op's class handles it
+_STEP_RULES = [
+    (lambda c: issubclass(c, graph.CallKernelOp), _step_callkernelop),
+    (lambda c: issubclass(c, graph.DimOp), _step_graph_dim),
+    (lambda c: issubclass(c, graph.ReshapeOp), _step_reshapeop),
+    (lambda c: issubclass(c, graph.ParamOp), _step_paramop),
+    (lambda c: issubclass(c, graph.ConstantOp), _step_graph_constant),
+    (lambda c: issubclass(c, graph.ExtractOp), _step_extractop),
+    (lambda c: issubclass(c, graph.FromDimsOp), _step_fromdimsop),
+    (lambda c: issubclass(c, loop.ForOp), _step_forop),
+    (lambda c: issubclass(c, loop.BlockOp), _step_blockop),
+    (lambda c: issubclass(c, mem.LoadOp), _step_loadop),
+    (lambda c: issubclass(c, mem.StoreOp), _step_storeop),
+    (lambda c: issubclass(c, mem.AllocOp | mem.AllocaOp), _step_allocop),
+    (lambda c: issubclass(c, mem.DeallocOp), _step_deallocop),
+    (lambda c: issubclass(c, mem.DimOp), _step_mem_dim),
+    (lambda c: issubclass(c, mem.ViewOp), _step_viewop),
+    (lambda c: issubclass(c, mem.CopyOp), _step_copyop),
+    (lambda c: issubclass(c, mem.FillOp), _step_fillop),
+    (lambda c: issubclass(c, arith.ConstantOp), _step_arith_constant),
+    (lambda c: c in _BINARY, _step_binary),
+    (lambda c: c in _UNARY_MATH, _step_unary_math),
+    (lambda c: issubclass(c, arith.NegfOp), _step_negfop),
+    (lambda c: issubclass(c, arith.CmpiOp), _step_cmpiop),
+    (lambda c: issubclass(c, arith.CmpfOp), _step_cmpfop),
+    (lambda c: issubclass(c, arith.SelectOp), _step_selectop),
+    (lambda c: issubclass(c, arith.UIToFPOp | arith.ExtUIOp), _step_uitofpop),
+    (lambda c: issubclass(c, _CASTS), _step_casts),
+    (lambda c: issubclass(c, math.FPowIOp), _step_fpowiop),
+    (lambda c: issubclass(c, math.FmaOp), _step_fmaop),
+]
+_STEP_HANDLERS: dict[type, object] = {}
 
 
 def _const(value: Attribute, t: Attribute):

@@ -1011,6 +1011,8 @@ class MemLowering:
             func.ReturnOp: self._pattern(self.lower_return),
         }
         ConversionDriver([producers, consumers]).run(self.module)
+        for f in funcs:
+            _constants_first(f)
         self.erase_dead_casts()
 
     @staticmethod
@@ -1047,6 +1049,30 @@ class MemLowering:
                         f"which has no LLVM lowering there"
                     )
         report_illegal(illegal)  # the conversions' one legality check (located)
+
+
+def _constants_first(f: func.FuncOp) -> None:
+    """Move the entry block's `llvm.mlir.constant`s ahead of its other ops (order kept). Hoisted
+    stack slots are inserted before the first non-constant op while the pool may place a constant
+    after an earlier hoisted slot (seen in checked mode with 16-lane vectors: an alloca whose size
+    was defined three ops later). A constant has no operands, so the front is always legal."""
+    if not f.body.blocks:
+        return
+    entry = f.body.blocks[0]
+    late: list[Operation] = []
+    seen_other = False
+    for op in entry.ops:
+        if isinstance(op, llvm.ConstantOp):
+            if seen_other:
+                late.append(op)
+        elif not isinstance(op, UnrealizedConversionCastOp):
+            seen_other = True
+    if not late:
+        return
+    first = entry.first_op
+    for op in late:
+        op.detach()
+        entry.insert_op_before(op, first)
 
 
 @dataclass(frozen=True)

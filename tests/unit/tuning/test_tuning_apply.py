@@ -47,7 +47,10 @@ def test_loop_schedule_pass_option(setup, tmp_path):
     r = subprocess.run([sys.executable, "-m", "minimlir.tools.mini_opt", str(fused), "-p",
                         f"loop-schedule{{tuning-db={db.path} lower=false}}"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "memref<4x8xf32>" in r.stdout  # the record's 4 x (1*8) register tile, not the default 8 x 16
+    from minimlir.backend import _target
+
+    lanes = _target.resolve().vector_width
+    assert f"memref<4x{lanes}xf32>" in r.stdout  # the record's 4 x (nv 1 * lanes) register tile, not the default
     assert f"tuning: 1 of 1 kernels from {db.path}" in r.stderr
     assert "loop.schedule_knobs" not in r.stdout
 
