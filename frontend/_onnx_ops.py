@@ -1423,3 +1423,4 @@ from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage4  # noqa: E402,F401
+from minimlir.frontend import _onnx_control_flow  # noqa: E402,F401

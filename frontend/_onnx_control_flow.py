@@ -1,0 +1,216 @@
+"""ONNX control flow whose decision is known at compile time: If, Loop and Scan bodies are inlined
+into the importing graph, so the branch / iterations compile through the pipeline like any other ops.
+
+Rules (anything else is refused with a reason naming the op and the variant):
+- If: the condition is a compile-time constant (after the importer's constant folding): the taken
+  branch's nodes are emitted in place, its outputs are the If's outputs.
+- Loop: the trip count M is a constant (or absent) and the initial condition is a constant (or
+  absent); the body is unrolled, iteration by iteration, as long as its condition output stays a
+  constant true, up to MAX_UNROLL iterations (and MAX_NODES emitted body nodes). Loop-carried values
+  flow from one unrolled copy to the next (their shapes may change); scan outputs are stacked along a
+  new axis 0. A loop with neither M nor a constant condition is refused.
+- Scan (opset 9+): the scan length is the static dim of the scan inputs; the body is unrolled once
+  per element (Gather at a constant index along scan_input_axes, in scan_input_directions order), scan
+  outputs are stacked along scan_output_axes (reversed for direction 1).
+A condition or trip count computed from graph inputs is refused "... computed at run time", the
+reason `minimlir.frontend.onnx_backend` specializes on (it recompiles with those inputs' values).
+
+Body values are scoped: names a body defines are visible only inside that copy of the body; it reads
+outer values by name, as ONNX allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from minimlir.frontend._onnx_ops import OP_TABLE, onnx_op
+from minimlir.frontend.onnx_import import DYNAMIC, NodeView, Unsupported, Value
+
+MAX_UNROLL = 256
+"""Most iterations a Loop / Scan is unrolled into."""
+MAX_NODES = 4096
+"""Most body nodes one control-flow op may emit when unrolled."""
+
+
+def _emit_body(n: NodeView, graph: onnx.GraphProto, bindings: dict[str, Value], what: str) -> list[Value]:
+    """Emit `graph`'s nodes into the importing block with its inputs bound to `bindings`; the values
+    of its outputs. Names the body defines are dropped afterwards (scoping)."""
+    from minimlir.frontend._onnx_unsupported import no_importer_reason
+    from minimlir.frontend.onnx_import import _fold_weights
+
+    cx = n.cx
+    saved = dict(cx.values)
+    try:
+        for init in graph.initializer:
+            cx.values[init.name] = cx.from_const(onnx.numpy_helper.to_array(init), name=init.name)
+        cx.values.update(bindings)
+        for k, node in enumerate(graph.node):
+            label = node.name or f"{node.op_type}_{k}"
+            where = f"{n.op_type}: {what} node '{label}' ({node.op_type})"
+            if node.domain not in ("", "ai.onnx"):
+                raise Unsupported(f"{where}: domain '{node.domain}' is not supported")
+            spec = OP_TABLE.get(node.op_type)
+            if spec is None:
+                raise Unsupported(f"{where}: {no_importer_reason(node.op_type)}")
+            if n.opset < spec.min_opset:
+                raise Unsupported(f"{where}: opset {n.opset} is older than the oldest supported ({spec.min_opset})")
+            if spec.check is not None:
+                reason = spec.check(node, n.opset, {}) if spec.check_known else spec.check(node, n.opset)
+                if reason is not None:
+                    raise Unsupported(f"{where}: {reason}")
+            missing = [i for i in node.input if i and i not in cx.values]
+            if missing:
+                raise Unsupported(f"{where}: input '{missing[0]}' is not defined")
+            view = NodeView(node, n.opset, [cx.values[i] if i else None for i in node.input], cx)
+            try:
+                outs = _fold_weights(cx, view)
+                if outs is None:
+                    outs = spec.emit(view)
+            except Unsupported as e:
+                raise Unsupported(f"{where}: {e}") from e
+            for i, name in enumerate(node.output):
+                if name:
+                    if i >= len(outs) or outs[i] is None:
+                        raise Unsupported(f"{where}: output {i} is not produced")
+                    out = outs[i]
+                    cx.values[name] = out if isinstance(out, Value) else cx.from_ssa(out)
+        results = []
+        for o in graph.output:
+            if o.name not in cx.values:
+                raise Unsupported(f"{n.op_type}: {what} output '{o.name}' is not produced by any node")
+            results.append(cx.values[o.name])
+        return results
+    finally:
+        cx.values = saved
+
+
+def _const_scalar(n: NodeView, i: int, what: str):
+    """The constant scalar value of input i, None when the input is absent."""
+    v = n.input(i)
+    if v is None:
+        return None
+    if v.const is None:
+        how = "branch is inlined" if n.op_type == "If" else "loop is unrolled"
+        raise Unsupported(f"{n.op_type}: the {what} is computed at run time (only a compile-time constant "
+                          f"{what} is supported: the {how})")
+    if v.const.size != 1:
+        raise Unsupported(f"{n.op_type}: the {what} has {v.const.size} elements, expected 1")
+    return v.const.reshape(()).item()
+
+
+def _op(n: NodeView, op_type: str, inputs: list[Value], opset: int = 13, **attrs) -> Value:
+    """One helper op through its own emitter (Unsqueeze / Concat / Gather at `opset`)."""
+    node = onnx.helper.make_node(op_type, [f"in{i}" for i in range(len(inputs))], ["out"], **attrs)
+    out = OP_TABLE[op_type].emit(NodeView(node, opset, list(inputs), n.cx))[0]
+    return out if isinstance(out, Value) else n.cx.from_ssa(out)
+
+
+def _stack(n: NodeView, parts: list[Value], axis: int, what: str) -> Value:
+    if not parts:
+        raise Unsupported(f"{n.op_type}: {what} of zero iterations (its element shape is unknown)")
+    axes = n.cx.from_const(np.array([axis], dtype=np.int64))
+    rows = [_op(n, "Unsqueeze", [p, axes]) for p in parts]
+    return rows[0] if len(rows) == 1 else _op(n, "Concat", rows, axis=axis)
+
+
+@onnx_op("If")
+def emit_if(n: NodeView) -> list:
+    cond = _const_scalar(n, 0, "condition")
+    branch = n.attr("then_branch") if bool(cond) else n.attr("else_branch")
+    name = "then_branch" if bool(cond) else "else_branch"
+    outs = _emit_body(n, branch, {}, name)
+    if len(outs) < n.num_outputs():
+        raise Unsupported(f"If: {name} yields {len(outs)} values, the node has {n.num_outputs()} outputs")
+    return outs
+
+
+@onnx_op("Loop")
+def emit_loop(n: NodeView) -> list:
+    body: onnx.GraphProto = n.attr("body")
+    m = _const_scalar(n, 0, "trip count")
+    cond = _const_scalar(n, 1, "condition")
+    if m is None and cond is None:
+        raise Unsupported("Loop: neither a trip count nor a condition (an infinite loop)")
+    carried = [n.input(i) for i in range(2, len(n.proto.input))]
+    if any(v is None for v in carried):
+        raise Unsupported("Loop: an empty loop-carried input")
+    n_carried = len(carried)
+    n_scan = len(body.output) - 1 - n_carried
+    if len(body.input) != 2 + n_carried or n_scan < 0:
+        raise Unsupported(f"Loop: the body has {len(body.input)} inputs and {len(body.output)} outputs for "
+                          f"{n_carried} loop-carried values")
+    cond_elem = body.input[1].type.tensor_type.elem_type or TensorProto.BOOL
+    scans: list[list[Value]] = [[] for _ in range(n_scan)]
+    it = 0
+    going = True if cond is None else bool(cond)
+    while going and (m is None or it < m):
+        if it >= MAX_UNROLL or it * len(body.node) > MAX_NODES:
+            raise Unsupported(f"Loop: more than {min(MAX_UNROLL, MAX_NODES // max(1, len(body.node)))} "
+                              "iterations (unrolled loops only)")
+        cond_dtype = onnx.helper.tensor_dtype_to_np_dtype(cond_elem)
+        binds = {body.input[0].name: n.cx.from_const(np.array(it, dtype=np.int64)),
+                 body.input[1].name: n.cx.from_const(np.array(going, dtype=cond_dtype))}
+        binds.update({vi.name: v for vi, v in zip(body.input[2:], carried)})
+        outs = _emit_body(n, body, binds, f"body (iteration {it})")
+        c = outs[0]
+        if c.const is None:
+            raise Unsupported("Loop: the body's condition output is not a compile-time constant "
+                              "(a loop with a data-dependent exit is not supported)")
+        going = bool(c.const.reshape(-1)[0])
+        carried = outs[1:1 + n_carried]
+        for k in range(n_scan):
+            scans[k].append(outs[1 + n_carried + k])
+        it += 1
+    results = list(carried)
+    for k in range(n_scan):
+        if k + n_carried < n.num_outputs() and n.output_used(n_carried + k):
+            results.append(_stack(n, scans[k], 0, f"scan output {k}"))
+        else:
+            results.append(None)
+    return results
+
+
+@onnx_op("Scan", min_opset=9)
+def emit_scan(n: NodeView) -> list:
+    body: onnx.GraphProto = n.attr("body")
+    n_scan_in = n.attr("num_scan_inputs")
+    inputs = list(n.inputs)
+    if any(v is None for v in inputs):
+        raise Unsupported("Scan: an empty input")
+    n_state = len(inputs) - n_scan_in
+    scan_in = inputs[n_state:]
+    n_scan_out = len(body.output) - n_state
+    in_axes = list(n.attr("scan_input_axes", [0] * n_scan_in))
+    in_dirs = list(n.attr("scan_input_directions", [0] * n_scan_in))
+    out_axes = list(n.attr("scan_output_axes", [0] * n_scan_out))
+    out_dirs = list(n.attr("scan_output_directions", [0] * n_scan_out))
+    in_axes = [a + v.rank if a < 0 else a for a, v in zip(in_axes, scan_in)]
+    lengths = {v.shape[a] for a, v in zip(in_axes, scan_in)}
+    if DYNAMIC in lengths:
+        raise Unsupported("Scan: the scan length is a dynamic dim (only a static length is unrolled)")
+    if len(lengths) != 1:
+        raise Unsupported(f"Scan: the scan inputs have different lengths {sorted(lengths)}")
+    length = lengths.pop()
+    if length > MAX_UNROLL or length * len(body.node) > MAX_NODES:
+        raise Unsupported(f"Scan: a scan of length {length} is too long to unroll")
+    state = inputs[:n_state]
+    outs_by_k: list[list[Value]] = [[] for _ in range(n_scan_out)]
+    for t in range(length):
+        binds = {vi.name: v for vi, v in zip(body.input[:n_state], state)}
+        for j, v in enumerate(scan_in):
+            idx = length - 1 - t if in_dirs[j] else t
+            binds[body.input[n_state + j].name] = _op(
+                n, "Gather", [v, n.cx.from_const(np.array(idx, dtype=np.int64))], axis=in_axes[j])
+        outs = _emit_body(n, body, binds, f"body (iteration {t})")
+        state = outs[:n_state]
+        for k in range(n_scan_out):
+            outs_by_k[k].append(outs[n_state + k])
+    results = list(state)
+    for k in range(n_scan_out):
+        parts = outs_by_k[k][::-1] if out_dirs[k] else outs_by_k[k]
+        rank = (parts[0].rank if parts else 0) + 1
+        axis = out_axes[k] + rank if out_axes[k] < 0 else out_axes[k]
+        results.append(_stack(n, parts, axis, f"scan output {k}"))
+    return results

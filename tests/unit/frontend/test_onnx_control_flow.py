@@ -1,0 +1,114 @@
+"""ONNX control flow with a compile-time decision (frontend/_onnx_control_flow.py), each against
+onnxruntime: If with a constant (folded) condition inlines its branch; Loop with a constant trip
+count / condition is unrolled (carried state, scan outputs, early exit); Scan sums along an axis
+in both directions. Runtime conditions are refused with a reason naming the op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from minimlir.frontend.onnx_import import UnsupportedModelError, import_onnx
+
+from test_onnx_ops_more import _model, _vi, check_against_ort
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+_rng = np.random.default_rng(1414)
+
+
+def _branch(name, nodes, out, shape=None):
+    return helper.make_graph(nodes, name, [], [_vi(out, F, shape)])
+
+
+def _if_model(cond_nodes):
+    then_g = _branch("then", [helper.make_node("Add", ["x", "x"], ["t"])], "t", [2, 3])
+    else_g = _branch("else", [helper.make_node("Neg", ["x"], ["e"])], "e", [2, 3])
+    nodes = cond_nodes + [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    return _model(nodes, [_vi("x", F, [2, 3])], [_vi("y", F, [2, 3])], 17)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_if_constant_condition(value):
+    """The condition is folded from a Shape comparison (Shape(x)[0] == 2) or is a Constant: the
+    taken branch is inlined, the other is not imported."""
+    dims = [helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Constant", [], ["i"], value=helper.make_tensor("i", I64, [], [0])),
+            helper.make_node("Gather", ["s", "i"], ["d"]),
+            helper.make_node("Constant", [], ["k"], value=helper.make_tensor("k", I64, [], [2 if value else 5])),
+            helper.make_node("Equal", ["d", "k"], ["c"])]
+    model = _if_model(dims)
+    module, _ = import_onnx(model)
+    names = {op.name for op in module.walk()}
+    assert ("graph.neg" in names) != value
+    check_against_ort(model, [{"x": _rng.standard_normal((2, 3)).astype(np.float32)}])
+
+
+def test_if_runtime_condition_refused():
+    model = _model([helper.make_node("If", ["c"], ["y"],
+                                     then_branch=_branch("then", [helper.make_node("Add", ["x", "x"], ["t"])], "t"),
+                                     else_branch=_branch("else", [helper.make_node("Neg", ["x"], ["e"])], "e"))],
+                   [_vi("x", F, [2]), _vi("c", B, [])], [_vi("y", F, [2])], 17)
+    with pytest.raises(UnsupportedModelError, match="If: the condition is computed at run time"):
+        import_onnx(model)
+
+
+def test_loop_carried_state_and_scan_outputs():
+    """Loop M=4: acc = acc + x * i (carried), scan output acc at each step (stacked on axis 0)."""
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["x", "fi"], ["xi"]),
+         helper.make_node("Add", ["acc_in", "xi"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("acc_in", F, [3])],
+        [_vi("cond_out", B, []), _vi("acc_out", F, [3]), _vi("scan", F, [3])])
+    inits = [helper.make_tensor("M", I64, [], [4]), helper.make_tensor("c0", B, [], [True])]
+    model = _model([helper.make_node("Loop", ["M", "c0", "a0"], ["acc", "steps"], body=body)],
+                   [_vi("x", F, [3]), _vi("a0", F, [3])], [_vi("acc", F, [3]), _vi("steps", F, [4, 3])], 17, inits)
+    feeds = {"x": _rng.standard_normal(3).astype(np.float32), "a0": _rng.standard_normal(3).astype(np.float32)}
+    check_against_ort(model, [feeds])
+
+
+def test_loop_early_exit_on_constant_condition():
+    """Loop with M=10 whose body condition is i < 2 (constant per unrolled copy): 3 iterations."""
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["two"], value=helper.make_tensor("two", I64, [], [2])),
+         helper.make_node("Less", ["i", "two"], ["cond_out"]),
+         helper.make_node("Mul", ["acc_in", "x"], ["acc_out"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("acc_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("acc_out", F, [2])])
+    inits = [helper.make_tensor("M", I64, [], [10])]
+    model = _model([helper.make_node("Loop", ["M", "", "a0"], ["acc"], body=body)],
+                   [_vi("x", F, [2]), _vi("a0", F, [2])], [_vi("acc", F, [2])], 17, inits)
+    feeds = {"x": np.array([1.5, -2.0], np.float32), "a0": np.array([1.0, 0.5], np.float32)}
+    check_against_ort(model, [feeds])
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan_sum(direction):
+    """Scan (opset 16): running sum over axis 1 of a [2, 4, 3] input (scan_input_axes=[1]); scan
+    output stacked on axis 0; both directions."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "body", [_vi("s_in", F, [2, 3]), _vi("x_t", F, [2, 3])], [_vi("s_out", F, [2, 3]), _vi("y_t", F, [2, 3])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[1], scan_input_directions=[direction],
+                            scan_output_directions=[direction])
+    model = _model([node], [_vi("s0", F, [2, 3]), _vi("x", F, [2, 4, 3])],
+                   [_vi("s", F, [2, 3]), _vi("ys", F, [4, 2, 3])], 16)
+    feeds = {"s0": _rng.standard_normal((2, 3)).astype(np.float32),
+             "x": _rng.standard_normal((2, 4, 3)).astype(np.float32)}
+    check_against_ort(model, [feeds], rtol=1e-6)
+
+
+def test_loop_runtime_trip_count_refused():
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Identity", ["a"], ["b"])],
+                             "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("a", F, [2])],
+                             [_vi("cond_out", B, []), _vi("b", F, [2])])
+    model = _model([helper.make_node("Loop", ["M", "", "a0"], ["y"], body=body)],
+                   [_vi("M", I64, []), _vi("a0", F, [2])], [_vi("y", F, [2])], 17)
+    with pytest.raises(UnsupportedModelError, match="Loop: the trip count is computed at run time"):
+        import_onnx(model)
