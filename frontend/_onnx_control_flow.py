@@ -172,20 +172,61 @@ def emit_loop(n: NodeView) -> list:
     return results
 
 
-@onnx_op("Scan", min_opset=9)
+@onnx_op("Scan", min_opset=8)
 def emit_scan(n: NodeView) -> list:
     body: onnx.GraphProto = n.attr("body")
     n_scan_in = n.attr("num_scan_inputs")
+    if n.opset < 9:
+        return _scan8(n, body, n_scan_in)
     inputs = list(n.inputs)
     if any(v is None for v in inputs):
         raise Unsupported("Scan: an empty input")
     n_state = len(inputs) - n_scan_in
-    scan_in = inputs[n_state:]
     n_scan_out = len(body.output) - n_state
-    in_axes = list(n.attr("scan_input_axes", [0] * n_scan_in))
-    in_dirs = list(n.attr("scan_input_directions", [0] * n_scan_in))
-    out_axes = list(n.attr("scan_output_axes", [0] * n_scan_out))
-    out_dirs = list(n.attr("scan_output_directions", [0] * n_scan_out))
+    return _scan(n, body, inputs[:n_state], inputs[n_state:],
+                 list(n.attr("scan_input_axes", [0] * n_scan_in)),
+                 list(n.attr("scan_input_directions", [0] * n_scan_in)),
+                 list(n.attr("scan_output_axes", [0] * n_scan_out)),
+                 list(n.attr("scan_output_directions", [0] * n_scan_out)))
+
+
+def _scan8(n: NodeView, body: onnx.GraphProto, n_scan_in: int) -> list:
+    """Scan-8: inputs (sequence_lens, states..., scan inputs...) all with a leading batch axis, scan
+    axis 1 of the scan inputs, `directions` per scan input. Unrolled per batch row (a static batch),
+    each row as a Scan-9 on the row's values; the rows' results are stacked on axis 0. sequence_lens
+    must be absent or a constant equal to the scan length for every row."""
+    inputs = list(n.inputs[1:])
+    if any(v is None for v in inputs):
+        raise Unsupported("Scan (opset 8): an empty input")
+    n_state = len(inputs) - n_scan_in
+    n_scan_out = len(body.output) - n_state
+    batches = {v.shape[0] if v.rank else None for v in inputs}
+    if None in batches or DYNAMIC in batches or len(batches) != 1:
+        raise Unsupported("Scan (opset 8): the batch axis (axis 0 of every input) must be one static size")
+    batch = batches.pop()
+    lens = n.input(0)
+    if lens is not None:
+        full = {v.shape[1] if v.rank > 1 else None for v in inputs[n_state:]}
+        if lens.const is None or len(full) != 1 or not np.all(lens.const == next(iter(full))):
+            raise Unsupported("Scan (opset 8): sequence_lens must be absent or a constant equal to the scan "
+                              "length (shorter sequences are not supported)")
+    if batch * len(body.node) > MAX_NODES:
+        raise Unsupported(f"Scan (opset 8): a batch of {batch} is too large to unroll")
+    dirs = list(n.attr("directions", [0] * n_scan_in))
+    rows: list[list[Value]] = []
+    for b in range(batch):
+        idx = n.cx.from_const(np.array(b, dtype=np.int64))
+        row = [_op(n, "Gather", [v, idx], axis=0) for v in inputs]
+        rows.append(_scan(n, body, row[:n_state], row[n_state:], [0] * n_scan_in, dirs,
+                          [0] * n_scan_out, [0] * n_scan_out))
+    return [_stack(n, [r[k] for r in rows], 0, f"output {k}") for k in range(n_state + n_scan_out)]
+
+
+def _scan(n: NodeView, body: onnx.GraphProto, state: list[Value], scan_in: list[Value], in_axes: list[int],
+          in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Value]:
+    """Scan-9 semantics, unrolled: (final states..., stacked scan outputs...)."""
+    n_state = len(state)
+    n_scan_out = len(body.output) - n_state
     in_axes = [a + v.rank if a < 0 else a for a, v in zip(in_axes, scan_in)]
     lengths = {v.shape[a] for a, v in zip(in_axes, scan_in)}
     if DYNAMIC in lengths:
@@ -195,7 +236,6 @@ def emit_scan(n: NodeView) -> list:
     length = lengths.pop()
     if length > MAX_UNROLL or length * len(body.node) > MAX_NODES:
         raise Unsupported(f"Scan: a scan of length {length} is too long to unroll")
-    state = inputs[:n_state]
     outs_by_k: list[list[Value]] = [[] for _ in range(n_scan_out)]
     for t in range(length):
         binds = {vi.name: v for vi, v in zip(body.input[:n_state], state)}

@@ -112,3 +112,18 @@ def test_loop_runtime_trip_count_refused():
                    [_vi("M", I64, []), _vi("a0", F, [2])], [_vi("y", F, [2])], 17)
     with pytest.raises(UnsupportedModelError, match="Loop: the trip count is computed at run time"):
         import_onnx(model)
+
+
+def test_scan8_batched_sum_reverse():
+    """Scan-8 (opset 8): a leading batch axis on every input, the scan on axis 1, `directions`;
+    unrolled per batch row. Running sum in reverse over [2, 3, 2]."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "body", [_vi("s_in", F, [2]), _vi("x_t", F, [2])], [_vi("s_out", F, [2]), _vi("y_t", F, [2])])
+    node = helper.make_node("Scan", ["", "s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1, directions=[1])
+    model = _model([node], [_vi("s0", F, [2, 2]), _vi("x", F, [2, 3, 2])],
+                   [_vi("s", F, [2, 2]), _vi("ys", F, [2, 3, 2])], 8)
+    feeds = {"s0": _rng.standard_normal((2, 2)).astype(np.float32),
+             "x": _rng.standard_normal((2, 3, 2)).astype(np.float32)}
+    check_against_ort(model, [feeds], rtol=1e-6)
