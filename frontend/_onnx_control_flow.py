@@ -92,12 +92,60 @@ def _const_scalar(n: NodeView, i: int, what: str):
     if v is None:
         return None
     if v.const is None:
+        folded = _fold_scalar(n, n.proto.input[i])
+        if folded is not None:
+            v = Value(v.elem_type, list(folded.shape), const=folded)
+    if v.const is None:
         how = "branch is inlined" if n.op_type == "If" else "loop is unrolled"
         raise Unsupported(f"{n.op_type}: the {what} is computed at run time (only a compile-time constant "
                           f"{what} is supported: the {how})")
     if v.const.size != 1:
         raise Unsupported(f"{n.op_type}: the {what} has {v.const.size} elements, expected 1")
     return v.const.reshape(()).item()
+
+
+def _fold_scalar(n: NodeView, name: str, limit: int = 64) -> np.ndarray | None:
+    """Constant folding of the small computation producing `name` (e.g. a trip count
+    Cast(Relu(Ceil((limit - start) / delta))) whose scalar ops the emitters keep as graph ops):
+    the producing nodes back to values with a known constant are evaluated by the onnx reference
+    implementation. None when a graph input (or anything not constant) is reached."""
+    from onnx.reference import ReferenceEvaluator
+
+    cx = n.cx
+    producer = {out: node for node in cx.model.graph.node for out in node.output if out}
+    leaves: dict[str, np.ndarray] = {}
+    chain: list[onnx.NodeProto] = []
+    todo, seen = [name], set()
+    while todo:
+        x = todo.pop()
+        if x in seen or not x:
+            continue
+        seen.add(x)
+        known = cx.values.get(x)
+        if known is not None and known.const is not None:
+            leaves[x] = known.const
+            continue
+        node = producer.get(x)
+        if node is None or node.domain not in ("", "ai.onnx") or node.attribute and any(
+                a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            return None
+        if node not in chain:
+            chain.append(node)
+        if len(chain) > limit:
+            return None
+        todo.extend(node.input)
+    order = [node for node in cx.model.graph.node if node in chain]
+    g = onnx.helper.make_graph(
+        order, "fold",
+        [onnx.helper.make_tensor_value_info(k, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+         for k, a in leaves.items()],
+        [onnx.helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None)])
+    model = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", n.opset)])
+    try:
+        out = np.asarray(ReferenceEvaluator(model).run(None, leaves)[0])
+    except Exception:
+        return None
+    return out if out.size == 1 else None
 
 
 def _op(n: NodeView, op_type: str, inputs: list[Value], opset: int = 13, **attrs) -> Value:

@@ -127,3 +127,52 @@ def test_scan8_batched_sum_reverse():
     feeds = {"s0": _rng.standard_normal((2, 2)).astype(np.float32),
              "x": _rng.standard_normal((2, 3, 2)).astype(np.float32)}
     check_against_ort(model, [feeds], rtol=1e-6)
+
+
+def test_backend_specializes_on_condition_and_trip_count():
+    """The graph inputs behind If's condition and Loop's trip count / condition are the inputs
+    OnnxBackend specializes on (not the Loop's carried data)."""
+    from minimlir.frontend.onnx_backend import parameter_inputs
+
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Add", ["a", "a"], ["b"])],
+                             "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("a", F, [2])],
+                             [_vi("cond_out", B, []), _vi("b", F, [2])])
+    then_g = _branch("then", [helper.make_node("Identity", ["y"], ["t"])], "t")
+    else_g = _branch("else", [helper.make_node("Neg", ["y"], ["e"])], "e")
+    model = _model([helper.make_node("Loop", ["M", "c0", "a0"], ["y"], body=body, name="L"),
+                    helper.make_node("If", ["c"], ["z"], then_branch=then_g, else_branch=else_g, name="I")],
+                   [_vi("M", I64, []), _vi("c0", B, []), _vi("a0", F, [2]), _vi("c", B, [])],
+                   [_vi("z", F, [2])], 17)
+    assert parameter_inputs(model, {"L", "I"}) == ["M", "c0", "c"]
+
+
+@pytest.mark.parametrize("align", [0, 1])
+def test_affine_grid_function_body_with_if(align):
+    """AffineGrid imports as its ONNX function body, whose If (on align_corners) reads the body's
+    values: the expansion renames them inside the branches too."""
+    inits = [helper.make_tensor("size", I64, [4], [2, 1, 3, 4])]
+    model = _model([helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)],
+                   [_vi("theta", F, [2, 2, 3])], [_vi("grid", F, [2, 3, 4, 2])], 20, inits)
+    check_against_ort(model, [{"theta": _rng.standard_normal((2, 2, 3)).astype(np.float32)}], atol=1e-6)
+
+
+def test_loop_trip_count_folded_from_float_constants():
+    """Range's expanded body: M = Cast(Relu(Ceil((limit - start) / delta))) from float constants
+    (scalar ops the emitters keep as graph ops) is folded at import time and the loop unrolled."""
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Add", ["a", "d"], ["b"]),
+                              helper.make_node("Identity", ["a"], ["s"])],
+                             "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("a", F, [])],
+                             [_vi("cond_out", B, []), _vi("b", F, []), _vi("s", F, [])])
+    inits = [helper.make_tensor("start", F, [], [1.0]), helper.make_tensor("limit", F, [], [5.5]),
+             helper.make_tensor("d", F, [], [2.0])]
+    nodes = [helper.make_node("Sub", ["limit", "start"], ["diff"]),
+             helper.make_node("Div", ["diff", "d"], ["q"]),
+             helper.make_node("Ceil", ["q"], ["c"]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Cast", ["r"], ["M"], to=I64),
+             helper.make_node("Loop", ["M", "", "start"], ["last", "ys"], body=body),
+             helper.make_node("Add", ["ys", "x"], ["y"])]
+    model = _model(nodes, [_vi("x", F, [3])], [_vi("y", F, [3])], 17, inits)
+    check_against_ort(model, [{"x": np.array([0.5, -1.0, 2.0], np.float32)}])
