@@ -3,7 +3,9 @@ into the importing graph, so the branch / iterations compile through the pipelin
 
 Rules (anything else is refused with a reason naming the op and the variant):
 - If: the condition is a compile-time constant (after the importer's constant folding): the taken
-  branch's nodes are emitted in place, its outputs are the If's outputs.
+  branch's nodes are emitted in place, its outputs are the If's outputs. With a run-time condition
+  both branches are emitted and each output is Where(cond, then, else), when that is safe (static
+  shapes, equal output types, nothing that may fault in the branch not taken: `_if_select`).
 - Loop: the trip count M is a constant (or absent) and the initial condition is a constant (or
   absent); the body is unrolled, iteration by iteration, as long as its condition output stays a
   constant true, up to MAX_UNROLL iterations (and MAX_NODES emitted body nodes). Loop-carried values
@@ -32,6 +34,15 @@ MAX_UNROLL = 256
 """Most iterations a Loop / Scan is unrolled into."""
 MAX_NODES = 4096
 """Most body nodes one control-flow op may emit when unrolled."""
+
+
+_RECORDERS: list[list[tuple[onnx.NodeProto, list, list[Value]]]] = []
+"""While the branches of an If with a run-time condition are emitted: every emitted body node (nested
+bodies too) with its input and output values, for the checks of `_select_safe`."""
+
+_INDEXING = frozenset({"Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND",
+                       "OneHot", "TensorScatter"})
+"""Ops that read or write at positions given by data: out of range in a branch not taken."""
 
 
 def _emit_body(n: NodeView, graph: onnx.GraphProto, bindings: dict[str, Value], what: str) -> list[Value]:
@@ -76,6 +87,8 @@ def _emit_body(n: NodeView, graph: onnx.GraphProto, bindings: dict[str, Value], 
                         raise Unsupported(f"{where}: output {i} is not produced")
                     out = outs[i]
                     cx.values[name] = out if isinstance(out, Value) else cx.from_ssa(out)
+            for seen in _RECORDERS:
+                seen.append((node, view.inputs, [cx.values[name] for name in node.output if name]))
         results = []
         for o in graph.output:
             if o.name not in cx.values:
@@ -165,6 +178,9 @@ def _stack(n: NodeView, parts: list[Value], axis: int, what: str) -> Value:
 
 @onnx_op("If")
 def emit_if(n: NodeView) -> list:
+    c = n.input(0)
+    if c is not None and c.const is None and _fold_scalar(n, n.proto.input[0]) is None:
+        return _if_select(n, c)  # a run-time condition
     cond = _const_scalar(n, 0, "condition")
     branch = n.attr("then_branch") if bool(cond) else n.attr("else_branch")
     name = "then_branch" if bool(cond) else "else_branch"
@@ -172,6 +188,52 @@ def emit_if(n: NodeView) -> list:
     if len(outs) < n.num_outputs():
         raise Unsupported(f"If: {name} yields {len(outs)} values, the node has {n.num_outputs()} outputs")
     return outs
+
+
+def _if_select(n: NodeView, c: Value) -> list:
+    """If with a run-time condition: both branches are emitted and each output is
+    Where(cond, then, else). Only when that computes what the taken branch computes, without
+    faulting in the branch not taken: every value of both branches has a static shape, the outputs
+    pairwise the same dtype and shape, and no branch has an integer Div / Mod or an op indexing by
+    data (Gather*, Scatter*, OneHot) with non-constant indices."""
+    if c.rank and (DYNAMIC in c.shape or int(np.prod(c.shape)) != 1):
+        raise Unsupported("If: the condition is not a scalar (or 1-element tensor)")
+    outs = {}
+    for name in ("then_branch", "else_branch"):
+        seen: list[tuple[onnx.NodeProto, list, list[Value]]] = []
+        _RECORDERS.append(seen)
+        try:
+            outs[name] = _emit_body(n, n.attr(name), {}, name)
+        finally:
+            _RECORDERS.remove(seen)
+        _select_safe(n, name, seen)
+    then, other = outs["then_branch"], outs["else_branch"]
+    if len(then) != len(other) or len(then) < n.num_outputs():
+        raise Unsupported(f"If: the branches yield {len(then)} and {len(other)} values for {n.num_outputs()} outputs")
+    cond = c if not c.rank else _op(n, "Reshape", [c, n.cx.from_const(np.zeros(0, dtype=np.int64))])
+    results: list = []
+    for k, (t, e) in enumerate(zip(then, other)):
+        if t.elem_type != e.elem_type or list(t.shape) != list(e.shape):
+            fmt = lambda v: "x".join(str(d) for d in v.shape) or "scalar"  # noqa: E731
+            raise Unsupported(f"If with a run-time condition: output {k} has shape {fmt(t)} in then_branch and "
+                              f"{fmt(e)} in else_branch (only branches of equal types are selected)")
+        results.append(t if t is e else _op(n, "Where", [cond, t, e]))
+    return results
+
+
+def _select_safe(n: NodeView, branch: str, seen: list[tuple[onnx.NodeProto, list, list[Value]]]) -> None:
+    for node, inputs, values in seen:
+        where = f"If with a run-time condition: {branch} node '{node.name or node.op_type}' ({node.op_type})"
+        if any(DYNAMIC in v.shape for v in values):
+            raise Unsupported(f"{where} has a result of dynamic shape (both branches run: only static shapes)")
+        if node.op_type in ("Div", "Mod") and any(
+                onnx.helper.tensor_dtype_to_np_dtype(v.elem_type).kind in "iub" for v in values):
+            raise Unsupported(f"{where}: an integer division may fault in the branch not taken (both branches run)")
+        if node.op_type in _INDEXING:
+            idx = inputs[1] if len(inputs) > 1 else None
+            if idx is None or idx.const is None:
+                raise Unsupported(f"{where} indexes by run-time data, which may be out of range in the branch not "
+                                  "taken (both branches run)")
 
 
 @onnx_op("Loop")

@@ -44,13 +44,38 @@ def test_if_constant_condition(value):
     check_against_ort(model, [{"x": _rng.standard_normal((2, 3)).astype(np.float32)}])
 
 
-def test_if_runtime_condition_refused():
+def test_if_runtime_condition_selects():
+    """A condition that is a graph input: both branches are compiled, each output is
+    Where(cond, then, else); both condition values against onnxruntime, one compiled model."""
     model = _model([helper.make_node("If", ["c"], ["y"],
                                      then_branch=_branch("then", [helper.make_node("Add", ["x", "x"], ["t"])], "t"),
                                      else_branch=_branch("else", [helper.make_node("Neg", ["x"], ["e"])], "e"))],
                    [_vi("x", F, [2]), _vi("c", B, [])], [_vi("y", F, [2])], 17)
-    with pytest.raises(UnsupportedModelError, match="If: the condition is computed at run time"):
-        import_onnx(model)
+    module, _ = import_onnx(model)
+    assert "graph.where" in {op.name for op in module.walk()}
+    x = np.array([1.5, -2.0], np.float32)
+    check_against_ort(model, [{"x": x, "c": np.array(True)}, {"x": x, "c": np.array(False)}])
+
+
+def test_if_runtime_condition_refusals():
+    """Both branches run, so a branch that may fault when not taken (integer Div), or whose outputs
+    differ in shape from the other's, is refused with a reason naming the variant."""
+    inits = [helper.make_tensor("k", I64, [2], [3, 4])]
+    div = _model([helper.make_node("If", ["c"], ["y"],
+                                   then_branch=helper.make_graph([helper.make_node("Div", ["k", "d"], ["t"])], "then",
+                                                                 [], [_vi("t", I64, [2])]),
+                                   else_branch=helper.make_graph([helper.make_node("Identity", ["k"], ["e"])], "else",
+                                                                 [], [_vi("e", I64, [2])]))],
+                 [_vi("d", I64, [2]), _vi("c", B, [])], [_vi("y", I64, [2])], 17, inits)
+    with pytest.raises(UnsupportedModelError, match="integer division may fault"):
+        import_onnx(div)
+    shapes = _model([helper.make_node("If", ["c"], ["y"],
+                                      then_branch=_branch("then", [helper.make_node("Identity", ["x"], ["t"])], "t"),
+                                      else_branch=_branch("else", [helper.make_node("Identity", ["k"], ["e"])], "e"))],
+                    [_vi("x", F, [3]), _vi("c", B, [])], [_vi("y", F, None)], 17,
+                    [helper.make_tensor("k", F, [2], [1.0, 2.0])])
+    with pytest.raises(UnsupportedModelError, match="output 0 has shape 3 in then_branch and 2 in else_branch"):
+        import_onnx(shapes)
 
 
 def test_loop_carried_state_and_scan_outputs():
