@@ -180,7 +180,11 @@ def _stack(n: NodeView, parts: list[Value], axis: int, what: str) -> Value:
 def emit_if(n: NodeView) -> list:
     c = n.input(0)
     if c is not None and c.const is None and _fold_scalar(n, n.proto.input[0]) is None:
-        return _if_select(n, c)  # a run-time condition
+        try:
+            return _if_select(n, c)  # a run-time condition
+        except Unsupported as e:  # "at run time": OnnxBackend specializes on the condition's inputs
+            raise Unsupported(f"If: the condition is computed at run time and the branches cannot be "
+                              f"selected ({e})") from e
     cond = _const_scalar(n, 0, "condition")
     branch = n.attr("then_branch") if bool(cond) else n.attr("else_branch")
     name = "then_branch" if bool(cond) else "else_branch"
