@@ -368,3 +368,24 @@ def _scan(n: NodeView, body: onnx.GraphProto, state: list[Value], scan_in: list[
         axis = out_axes[k] + rank if out_axes[k] < 0 else out_axes[k]
         results.append(_stack(n, parts, axis, f"scan output {k}"))
     return results
+
+
+def outer_reads(node: onnx.NodeProto) -> list[str]:
+    """Outer values the subgraphs of `node` read by name (not defined inside them), nested
+    subgraphs included: the importer skips the node when one of them failed to import."""
+    out: list[str] = []
+
+    def walk(g: onnx.GraphProto, defined: set[str]) -> None:
+        defined = defined | {vi.name for vi in g.input} | {t.name for t in g.initializer}
+        for n in g.node:
+            out.extend(i for i in n.input if i and i not in defined)
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    walk(sub, defined)
+            defined = defined | {o for o in n.output if o}
+        out.extend(o.name for o in g.output if o.name not in defined)
+
+    for a in node.attribute:
+        for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+            walk(sub, set())
+    return out

@@ -201,3 +201,17 @@ def test_loop_trip_count_folded_from_float_constants():
              helper.make_node("Add", ["ys", "x"], ["y"])]
     model = _model(nodes, [_vi("x", F, [3])], [_vi("y", F, [3])], 17, inits)
     check_against_ort(model, [{"x": np.array([0.5, -1.0, 2.0], np.float32)}])
+
+
+def test_branch_reading_a_refused_value_is_not_a_second_problem():
+    """A branch that reads (by name) the output of a refused node is skipped like any consumer:
+    the refused node is the only problem, not also "input ... is not defined" in the If."""
+    then_g = _branch("then", [helper.make_node("Neg", ["u"], ["t"])], "t")
+    else_g = _branch("else", [helper.make_node("Identity", ["x"], ["e"])], "e")
+    inits = [helper.make_tensor("c", B, [], [True])]
+    model = _model([helper.make_node("StringNormalizer", ["x"], ["u"]),
+                    helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+                   [_vi("x", F, [2])], [_vi("y", F, [2])], 17, inits)
+    with pytest.raises(UnsupportedModelError) as info:
+        import_onnx(model)
+    assert [p.op_type for p in info.value.problems] == ["StringNormalizer"]
