@@ -215,3 +215,23 @@ def test_branch_reading_a_refused_value_is_not_a_second_problem():
     with pytest.raises(UnsupportedModelError) as info:
         import_onnx(model)
     assert [p.op_type for p in info.value.problems] == ["StringNormalizer"]
+
+
+def test_branch_folds_ops_on_small_constants():
+    """In a body, a node on small constants only (a Split of a constant shape, as in AffineGrid's
+    body) is folded, so the shapes that depend on it stay static: Reshape to Split's pieces, then a
+    Squeeze without axes (refused on dynamic dims). A folded 0-d result stays 0-d."""
+    then_g = helper.make_graph(
+        [helper.make_node("Split", ["k"], ["a", "b"], axis=0, num_outputs=2),
+         helper.make_node("Concat", ["a", "b"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["x", "shape"], ["r"]),
+         helper.make_node("Squeeze", ["r"], ["sq"]),
+         helper.make_node("ReduceSum", ["k"], ["s0"], keepdims=0),
+         helper.make_node("Cast", ["s0"], ["sf"], to=F),
+         helper.make_node("Add", ["sq", "sf"], ["t"])],
+        "then", [], [_vi("t", F, [2])])
+    else_g = _branch("else", [helper.make_node("Neg", ["x"], ["e"])], "e", [2])
+    inits = [helper.make_tensor("k", I64, [2], [2, 1]), helper.make_tensor("c", B, [], [True])]
+    model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+                   [_vi("x", F, [2])], [_vi("y", F, [2])], 18, inits)
+    check_against_ort(model, [{"x": np.array([1.5, -2.0], np.float32)}])
