@@ -903,7 +903,7 @@ def _fold_weights(cx: Importer, view: NodeView) -> list | None:
         array = np.asarray(array)
         if array.dtype not in _NP_TO_ONNX:
             return None
-        values.append(cx.from_const(np.ascontiguousarray(array), is_weight=True, name=name))
+        values.append(cx.from_const(array.copy(), is_weight=True, name=name))  # (ascontiguousarray: 0-d -> [1])
         cx.weight_locs.setdefault(name, cx.loc)
     full = iter(values)
     return [next(full) if o else None for o in node.output]
