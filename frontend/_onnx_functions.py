@@ -116,29 +116,55 @@ def _instantiate(node: NodeProto, fn: FunctionProto, prefix: str, schema_node: N
             return ""
         return names.get(n, prefix + n)
 
-    out = []
-    for k, inner in enumerate(fn.node):
-        new = NodeProto()
-        new.CopyFrom(inner)
-        del new.input[:]
-        new.input.extend(rename(n) for n in inner.input)
-        del new.output[:]
-        new.output.extend(rename(n) for n in inner.output)
-        new.name = prefix + (inner.name or f"{inner.op_type}_{k}")
-        del new.attribute[:]
-        for a in inner.attribute:
-            if a.ref_attr_name:
-                src = attrs.get(a.ref_attr_name)
-                if src is None:
-                    continue  # not set and no default: the inner op's own default applies
-                b = AttributeProto()
-                b.CopyFrom(src)
-                b.name = a.name
-                new.attribute.append(b)
-            else:
-                new.attribute.append(a)
-        out.append(new)
-    return out
+    return [_rewrite(inner, prefix + (inner.name or f"{inner.op_type}_{k}"), rename, attrs)
+            for k, inner in enumerate(fn.node)]
+
+
+def _rewrite(inner: NodeProto, name: str, rename: Callable[[str], str], attrs: dict) -> NodeProto:
+    """`inner` with its values renamed and attribute references resolved, in the subgraphs of its
+    attributes too (an If / Loop in a function body reads the body's values by name)."""
+    new = NodeProto()
+    new.CopyFrom(inner)
+    del new.input[:]
+    new.input.extend(rename(n) for n in inner.input)
+    del new.output[:]
+    new.output.extend(rename(n) for n in inner.output)
+    new.name = name
+    del new.attribute[:]
+    for a in inner.attribute:
+        if a.ref_attr_name:
+            src = attrs.get(a.ref_attr_name)
+            if src is None:
+                continue  # not set and no default: the inner op's own default applies
+            b = AttributeProto()
+            b.CopyFrom(src)
+            b.name = a.name
+            new.attribute.append(b)
+        elif a.type == AttributeProto.GRAPH:
+            b = AttributeProto()
+            b.CopyFrom(a)
+            _rewrite_graph(b.g, name + "/" + a.name + "/", rename, attrs)
+            new.attribute.append(b)
+        elif a.type == AttributeProto.GRAPHS:
+            b = AttributeProto()
+            b.CopyFrom(a)
+            for k, g in enumerate(b.graphs):
+                _rewrite_graph(g, f"{name}/{a.name}{k}/", rename, attrs)
+            new.attribute.append(b)
+        else:
+            new.attribute.append(a)
+    return new
+
+
+def _rewrite_graph(g: onnx.GraphProto, prefix: str, rename: Callable[[str], str], attrs: dict) -> None:
+    """Rename the values of subgraph `g` in place (see `_rewrite`)."""
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        vi.name = rename(vi.name)
+    for init in g.initializer:
+        init.name = rename(init.name)
+    nodes = [_rewrite(n, prefix + (n.name or f"{n.op_type}_{k}"), rename, attrs) for k, n in enumerate(g.node)]
+    del g.node[:]
+    g.node.extend(nodes)
 
 
 def expand_functions(

@@ -471,12 +471,24 @@ def _onnx_type_of(dtype: np.dtype) -> int:
     raise Unsupported(f"dtype {dtype}")
 
 
+def _range_scalar(cx: Importer, v: Value, what: str) -> Value:
+    if v.rank == 0:
+        return v
+    if any(d == DYNAMIC for d in v.shape) or int(np.prod(v.shape)) != 1:
+        shape = "x".join("?" if d == DYNAMIC else str(d) for d in v.shape)
+        raise Unsupported(f"Range: {what} must be a scalar (or a 1-element tensor), got a tensor of shape {shape}")
+    if v.const is not None:
+        return cx.from_const(v.const.reshape(()))
+    return cx.from_ssa(cx.reshape(cx.ssa(v), []))
+
+
 @onnx_op("Range")
 def emit_range(n: NodeView) -> list:
     """Range(start, limit, delta) -> folded when the inputs are constant and the result small,
-    else graph.range on 0-d tensors (1-D result of dynamic length)."""
+    else graph.range on 0-d tensors (1-D result of dynamic length). A bound given as a 1-element
+    tensor ([1], as onnxruntime accepts) is reshaped to 0-d."""
     cx = n.cx
-    a, b, c = n.input(0), n.input(1), n.input(2)
+    a, b, c = (_range_scalar(cx, n.input(i), what) for i, what in enumerate(("start", "limit", "delta")))
     if all(v.const is not None for v in (a, b, c)):
         r = np.arange(a.const.item(), b.const.item(), c.const.item()).astype(a.const.dtype)
         if r.size <= FOLD_LIMIT:
@@ -1423,3 +1435,4 @@ from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage4  # noqa: E402,F401
+from minimlir.frontend import _onnx_control_flow  # noqa: E402,F401

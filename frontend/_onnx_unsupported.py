@@ -13,8 +13,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
         "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional",
         "OptionalGetElement", "OptionalHasElement"})),
-    "control": ("control flow with subgraphs (If / Loop / Scan bodies are not imported)", frozenset({
-        "If", "Loop", "Scan"})),
     "string": ("string tensors (no string element type)", frozenset({
         "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"})),
     "random": ("random output (a sample: no reference to compare; not implemented)", frozenset({

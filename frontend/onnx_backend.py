@@ -40,6 +40,10 @@ NEEDS_CONSTANT = "at run time"
 ALL_OPERANDS = {"ConstantOfShape", "Range"}
 """Ops whose every operand is a shape parameter (others: operand 0 is the data)."""
 
+CONTROL_OPERANDS = {"If": 1, "Loop": 2}
+"""Control-flow ops decided at compile time (`minimlir.frontend._onnx_control_flow`): their first
+operands (If's condition; Loop's trip count and condition) are the parameters, the rest is data."""
+
 
 def _load(model: onnx.ModelProto | str | os.PathLike[str]) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
@@ -61,6 +65,9 @@ def parameter_inputs(model: onnx.ModelProto, problem_nodes: set[str]) -> list[st
     wanted: list[str] = []
     for index, node in enumerate(graph.node):
         if _node_label(node, index) in problem_nodes:
+            if node.op_type in CONTROL_OPERANDS:
+                wanted.extend(name for name in node.input[:CONTROL_OPERANDS[node.op_type]] if name)
+                continue
             start = 0 if node.op_type in ALL_OPERANDS else 1
             wanted.extend(name for name in node.input[start:] if name)
     seen: set[str] = set()

@@ -791,7 +791,12 @@ def _build(cx: Importer) -> ModuleOp:
         missing = [i for i in node.input if i and i not in cx.values and i not in poisoned]
         if missing:
             raise OnnxImportError(f"node '{label}' ({node.op_type}): input '{missing[0]}' is not defined")
-        if any(i in poisoned for i in node.input):
+        reads = list(node.input)
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            from minimlir.frontend._onnx_control_flow import outer_reads
+
+            reads += outer_reads(node)  # values an If / Loop / Scan body reads by name
+        if any(i in poisoned for i in reads):
             poisoned.update(node.output)
             continue
         cx.loc = _location(label, cx.file_label, index + 1)
@@ -898,7 +903,7 @@ def _fold_weights(cx: Importer, view: NodeView) -> list | None:
         array = np.asarray(array)
         if array.dtype not in _NP_TO_ONNX:
             return None
-        values.append(cx.from_const(np.ascontiguousarray(array), is_weight=True, name=name))
+        values.append(cx.from_const(array.copy(), is_weight=True, name=name))  # (ascontiguousarray: 0-d -> [1])
         cx.weight_locs.setdefault(name, cx.loc)
     full = iter(values)
     return [next(full) if o else None for o in node.output]

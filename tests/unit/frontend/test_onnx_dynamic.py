@@ -169,3 +169,27 @@ def test_graph_slice_runtime_bounds_follow_onnx_normalization(backend, step):
         ref = x[:, slice(s, end, step)]
         assert y.shape == ref.shape, (s, e)
         np.testing.assert_array_equal(y, ref)
+
+
+def test_range_with_one_element_vector_bounds():
+    """Range's bounds as [1] tensors (AffineGrid's function body passes a Split piece of `size`):
+    onnxruntime takes a 1-element vector for a scalar; the import reshapes it to 0-d (it failed
+    the module verifier: "limit must be a 0-d tensor")."""
+    m = _model(
+        [helper.make_node("Range", ["zero", "n", "one"], ["r"])],
+        [helper.make_tensor_value_info("n", I64, [1])],
+        [helper.make_tensor_value_info("r", I64, None)],
+        inits=[helper.make_tensor("zero", I64, [1], [0]), helper.make_tensor("one", I64, [], [1])],
+    )
+    _run_both(m, [{"n": np.array([5], np.int64)}, {"n": np.array([2], np.int64)}])
+
+
+def test_range_with_vector_bounds_is_refused():
+    m = _model(
+        [helper.make_node("Range", ["zero", "n", "one"], ["r"])],
+        [helper.make_tensor_value_info("n", I64, [2])],
+        [helper.make_tensor_value_info("r", I64, None)],
+        inits=[helper.make_tensor("zero", I64, [], [0]), helper.make_tensor("one", I64, [], [1])],
+    )
+    with pytest.raises(UnsupportedModelError, match="Range: limit must be a scalar"):
+        import_onnx(m)

@@ -693,3 +693,24 @@ def test_conv_output_read_twice_or_returned_is_not_folded():
     m = model(nodes, [vi("x", T.FLOAT, [1, 4, 4, 4])], [vi("y", T.FLOAT, None), vi("c", T.FLOAT, None)], inits)
     module, params = import_onnx(m)
     assert "w" in params and not any(k.endswith("folded") for k in params)
+
+
+def test_weight_folding_keeps_a_0d_result_0d():
+    """A node folded at import time (a weight bigger than FOLD_LIMIT) whose result is 0-d stays
+    0-d (np.ascontiguousarray made it [1]: y below came out with shape [1] instead of scalar)."""
+    import onnxruntime as ort
+
+    from minimlir.backend.runtime import compile_mlir_text
+
+    w = np.arange(100, dtype=np.float32) / 100
+    nodes = [h.make_node("ReduceSum", ["w"], ["s"], keepdims=0), h.make_node("Add", ["x", "s"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     initializer=[nh.from_array(w, "w")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    module, params = import_onnx(model)
+    out = np.asarray(compile_mlir_text(module, params=params, cache=False)(np.array(0.5, np.float32)))
+    (ref,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": np.array(0.5, np.float32)})
+    assert out.shape == ref.shape == ()
+    np.testing.assert_allclose(out, ref, rtol=1e-6)

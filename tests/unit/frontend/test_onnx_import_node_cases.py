@@ -17,6 +17,7 @@ KNOWN_GAPS = re.compile(
     r"dtype (u?int(2|4|8|16|32|64)|bfloat16|float8\w*|float4\w*|string)|cast to \w+"
     r"|3-D kernel|AveragePool with dilations|training mode|training_mode|the Indices output"
     r"|mode 'wrap'|graph input is not a tensor|constant_value must be a constant"
+    r"|sequence / optional values"
 )
 
 
@@ -54,6 +55,12 @@ def _freeze(case) -> onnx.ModelProto:
     float_params = {i for node in m.graph.node if node.op_type in ("Resize", "Upsample")
                     for i in node.input[1:] if i in names}
     float_params |= {node.input[1] for node in m.graph.node if node.op_type == "OneHot" and node.input[1] in names}
+    # If's condition, Loop's trip count / condition: the graph inputs behind them, as OnnxBackend does
+    from minimlir.frontend.onnx_backend import parameter_inputs
+    from minimlir.frontend.onnx_import import _node_label
+
+    control = {_node_label(node, k) for k, node in enumerate(m.graph.node) if node.op_type in ("If", "Loop")}
+    float_params |= set(parameter_inputs(m, control)) if control else set()
     keep = []
     for vi, array in zip(list(m.graph.input), inputs):
         if vi.name in float_params or (
