@@ -81,3 +81,19 @@ def test_mismatched_cache_lengths_are_rejected_before_running(model):
     past = [np.zeros((1, kv.heads, 4 if i == 0 else 5, kv.head_dim), np.float32) for i in range(len(kv.past_names))]
     with pytest.raises(InputError, match="past"):
         prog(ids, *past)
+
+
+def test_cache_reuses_the_present_views_as_the_next_past(model):
+    gen, kv, _, _ = model
+    cache = gen.Cache(kv, 8)
+    outs = cache.outs(3)
+    with pytest.raises(ValueError, match="same seq"):
+        cache.advance(2)  # outs() was for 3 tokens
+    cache.advance(3)
+    past = cache.past()
+    assert all(p is o for p, o in zip(past, outs[1:]))  # no views rebuilt per token
+    assert all(p.shape == (1, kv.heads, 3, kv.head_dim) and p.flags.c_contiguous for p in past)
+    step = cache.outs(1)
+    assert all(s.shape[2] == 4 and not np.shares_memory(s, p) for s, p in zip(step[1:], past))
+    cache.advance(1)
+    assert cache.past()[0] is step[1]
