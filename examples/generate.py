@@ -56,20 +56,29 @@ class Cache:
         self.logits = np.zeros(batch * max_len * kv.vocab, np.float32)
         self.turn = 0
         self.length = 0
+        # a step's present views are the next step's past views (same buffers, same length): kept, not rebuilt
+        self._past: list[np.ndarray] | None = None
+        self._next: list[np.ndarray] | None = None
 
     def view(self, flat: np.ndarray, length: int) -> np.ndarray:
-        shape = (self.batch, self.kv.heads, length, self.kv.head_dim)
-        return flat[: int(np.prod(shape))].reshape(shape)
+        b, h, d = self.batch, self.kv.heads, self.kv.head_dim
+        return flat[: b * h * length * d].reshape(b, h, length, d)
 
     def past(self) -> list[np.ndarray]:
-        return [self.view(f, self.length) for f in self.flat[self.turn]]
+        if self._past is None:
+            self._past = [self.view(f, self.length) for f in self.flat[self.turn]]
+        return self._past
 
     def outs(self, seq: int) -> list[np.ndarray]:
         logits = self.logits[: self.batch * seq * self.kv.vocab].reshape(self.batch, seq, self.kv.vocab)
-        return [logits, *(self.view(f, self.length + seq) for f in self.flat[1 - self.turn])]
+        self._next = [self.view(f, self.length + seq) for f in self.flat[1 - self.turn]]
+        return [logits, *self._next]
 
     def advance(self, seq: int) -> None:
+        if self._next is None or self._next[0].shape[2] != self.length + seq:
+            raise ValueError("Cache.advance: call outs(seq) with the same seq first")
         self.turn, self.length = 1 - self.turn, self.length + seq
+        self._past, self._next = self._next, None
 
 
 def generate_minimlir(prog, kv: KVModel, prompt: list[int], n: int) -> tuple[list[int], float, float]:

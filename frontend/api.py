@@ -437,6 +437,28 @@ class CompiledModel:
         self.timings = timings  # "import", "lower", "jit", "total" and per pass, in seconds
         self.program = program
         self.source = source
+        self._plain_call = self._plain_call_of(fn, inputs)
+
+    @staticmethod
+    def _plain_call_of(fn: Callable, inputs: list[TensorSpec] | None) -> Callable | None:
+        """The runtime's unchecked-conversion call (`call_plain`) when its own checks are exactly
+        `_check`'s: the same inputs in order with the same dtype, static dims and dim names (so a
+        mismatched named dim is refused there too); None otherwise (every call goes through bind)."""
+        call = getattr(fn, "call_plain", None)
+        meta = getattr(fn, "meta", None)
+        if call is None or inputs is None or not isinstance(meta, Mapping):
+            return None
+        args = [a for a in meta.get("args", ()) if a.get("param") is None]
+        if len(args) != len(inputs):
+            return None
+        for spec, a in zip(inputs, args):
+            names = tuple(a.get("dim_names") or ())
+            if (a.get("name") != spec.name or np.dtype(a.get("dtype")) != spec.dtype
+                    or tuple(a.get("shape") or ()) != tuple(spec.shape)
+                    or names + ("",) * (len(spec.shape) - len(names))
+                    != tuple(spec.dim_names) + ("",) * (len(spec.shape) - len(spec.dim_names))):
+                return None
+        return call
 
     @property
     def input_names(self) -> list[str]:
@@ -522,6 +544,18 @@ class CompiledModel:
         return array
 
     def __call__(self, *args: Any, out: Sequence[np.ndarray] | None = None, **kwargs: Any) -> list[np.ndarray]:
+        if self._plain_call is not None and not kwargs:
+            # ndarrays exactly as declared go straight in (the runtime checks them as bind would);
+            # anything else (conversions, copies, errors) takes the checking path below
+            from minimlir.backend.runtime import DimCheckError
+            from minimlir.runtime._native import NOT_PLAIN
+
+            try:
+                result = self._plain_call(args, out)
+            except DimCheckError as e:
+                raise InputError(str(e)) from None
+            if result is not NOT_PLAIN:
+                return list(result) if isinstance(result, (list, tuple)) else [result]
         arrays = self.bind(args, kwargs)
         if out is not None:
             out = list(out)

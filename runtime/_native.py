@@ -126,6 +126,9 @@ def _arg_plan(a: Mapping[str, Any]) -> tuple[Any, np.dtype, int, tuple, tuple, t
     )
 
 
+NOT_PLAIN = object()  # call_plain(): the arguments need the checking path
+
+
 def _plain(a: Any, dtype: np.dtype, rank: int, static: tuple) -> bool:
     """`a` is an ndarray that `check_array` would pass unchanged (dtype equality implies native
     byte order: `dtype` is native)."""
@@ -228,11 +231,20 @@ class NativeFunction:
         return [values[a["name"]] for a in self.inputs]
 
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
-        if self._plan is not None and not kwargs:
-            fast = self._fast_native(args, out)
-            if fast is not None:
-                return self._call_entry(*fast)
+        if not kwargs:
+            result = self.call_plain(args, out)
+            if result is not NOT_PLAIN:
+                return result
         return self._slow_call(args, out, kwargs)
+
+    def call_plain(self, args: tuple, out: Any = None) -> Any:
+        """The call by position when every argument is already exactly what the function takes
+        (`_fast_native`'s checks: dtype, rank, static dims, consistent named dims, C-contiguous, out=
+        writable); NOT_PLAIN, having run nothing, otherwise (the checking call then gives the error)."""
+        if self._plan is None:
+            return NOT_PLAIN
+        fast = self._fast_native(args, out)
+        return NOT_PLAIN if fast is None else self._call_entry(*fast)
 
     def _params_native(self) -> tuple[list[Any], list[np.ndarray]] | None:
         """The params' part of the native arguments, cached while the program's params stay bound

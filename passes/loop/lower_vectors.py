@@ -55,11 +55,34 @@ def _is_element_op(op: Operation) -> bool:
     ) and not isinstance(op, arith.IndexCastOp)
 
 
-def _index_form(v: SSAValue, for_op: loop.ForOp):
-    """The affine form of index `v`; a non-affine one computed outside `for_op` (the matmul
-    rule's clamped row min(i, M-1)) is the same for every lane: an opaque atom."""
+def _defined_in(v: SSAValue, for_op: loop.ForOp) -> bool:
+    return for_op.is_ancestor(v.owner if isinstance(v, OpResult) else v.owner.parent_op())
+
+
+def _lane_invariant(v: SSAValue, for_op: loop.ForOp, depth: int = 0) -> bool:
+    """Whether index `v` has the same value in every iteration of `for_op`: defined outside it, an
+    affine form none of whose atoms is defined inside it, or pure index arithmetic (min, max,
+    div, ...) of such values. A block's iteration variable is its binding's form."""
+    if not _defined_in(v, for_op):
+        return True
     f = affine_of(v)
-    if f is None and not for_op.is_ancestor(v.owner if isinstance(v, OpResult) else v.owner.parent_op()):
+    if f is not None:
+        return not any(_defined_in(a, for_op) for a in f.atoms)
+    if depth > 8 or not isinstance(v, OpResult):
+        return False
+    op = v.owner
+    return (op.dialect_name() == "arith" and not op.regions and bool(op.operands)
+            and all(isinstance(r.type, IndexType) for r in op.results)
+            and all(_lane_invariant(o, for_op, depth + 1) for o in op.operands))
+
+
+def _index_form(v: SSAValue, for_op: loop.ForOp):
+    """The affine form of index `v`; a non-affine one that is the same in every iteration of
+    `for_op` (the matmul rule's clamped row min(i, M-1) computed outside it, a broadcast batch
+    min(b, B-1) computed in the block from outer variables) is the same for every lane: an
+    opaque atom."""
+    f = affine_of(v)
+    if f is None and _lane_invariant(v, for_op):
         return AffineForm.atom(v)
     return f
 

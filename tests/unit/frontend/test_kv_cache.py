@@ -81,3 +81,53 @@ def test_mismatched_cache_lengths_are_rejected_before_running(model):
     past = [np.zeros((1, kv.heads, 4 if i == 0 else 5, kv.head_dim), np.float32) for i in range(len(kv.past_names))]
     with pytest.raises(InputError, match="past"):
         prog(ids, *past)
+
+
+def test_cache_reuses_the_present_views_as_the_next_past(model):
+    gen, kv, _, _ = model
+    cache = gen.Cache(kv, 8)
+    outs = cache.outs(3)
+    with pytest.raises(ValueError, match="same seq"):
+        cache.advance(2)  # outs() was for 3 tokens
+    cache.advance(3)
+    past = cache.past()
+    assert all(p is o for p, o in zip(past, outs[1:]))  # no views rebuilt per token
+    assert all(p.shape == (1, kv.heads, 3, kv.head_dim) and p.flags.c_contiguous for p in past)
+    step = cache.outs(1)
+    assert all(s.shape[2] == 4 and not np.shares_memory(s, p) for s, p in zip(step[1:], past))
+    cache.advance(1)
+    assert cache.past()[0] is step[1]
+
+
+def test_plain_arrays_skip_bind_and_bad_ones_are_still_refused(model, monkeypatch):
+    gen, kv, prog, _ = model
+    assert prog._plain_call is not None  # the runtime checks exactly what bind would
+    ids = np.array([[1, 2]], np.int64)
+    past = [np.zeros((1, kv.heads, 3, kv.head_dim), np.float32) for _ in kv.past_names]
+    ref = prog(ids, *past)
+    calls = []
+    real_bind = type(prog).bind
+    monkeypatch.setattr(type(prog), "bind", lambda self, a, k: calls.append(1) or real_bind(self, a, k))
+    got = prog(ids, *past)
+    assert calls == []  # plain ndarrays went straight to the native call
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
+    ran = []
+    real_entry = type(prog._fn)._call_entry
+    monkeypatch.setattr(type(prog._fn), "_call_entry", lambda self, *a: ran.append(1) or real_entry(self, *a))
+    bad = [
+        ((ids.astype(np.int32), *past), "dtype"),  # wrong dtype
+        ((ids, past[0][:, :1], *past[1:]), "dim 1"),  # wrong static dim (heads)
+        ((ids, past[0][:, :, :2], *past[1:]), "past"),  # named dim 'past' disagrees between inputs
+        ((ids[0], *past), "rank"),
+    ]
+    for args, match in bad:
+        with pytest.raises(InputError, match=match):
+            prog(*args)
+    assert ran == []  # refused before any native code ran
+    # a non-contiguous but valid input still works (bind copies it), through the checking path
+    wide = np.zeros((1, kv.heads, 3, 2 * kv.head_dim), np.float32)[..., ::2]
+    got = prog(ids, wide, *past[1:])
+    assert calls and ran
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
