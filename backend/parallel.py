@@ -13,6 +13,10 @@ else the number of cores). It is process-wide:
     parallel.set_num_threads(2)        # or MINIMLIR_NUM_THREADS=2 in the environment
     parallel.get_num_threads()         # the count the next parallel loop will use
 
+Idle workers wait passively (OMP_WAIT_POLICY=passive when libgomp is loaded, unless the user set
+OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's default spinning takes the cores from the next
+region's threads whenever anything else runs (runtime/_gomp.py has the numbers).
+
 If libgomp cannot be loaded, `available()` is False (with a one-time warning) and the parallel
 lowering leaves the loops serial.
 """
@@ -24,6 +28,8 @@ import ctypes.util
 import functools
 import os
 import warnings
+
+from minimlir.runtime import _gomp
 
 NUM_THREADS_SYMBOL = "minimlir_num_threads"
 _LIBGOMP_CANDIDATES = ("libgomp.so.1", "/lib/x86_64-linux-gnu/libgomp.so.1", "libgomp.so")
@@ -44,7 +50,8 @@ def _libgomp() -> ctypes.CDLL | None:
         names.insert(0, found)
     for name in names:
         try:
-            lib = ctypes.CDLL(name)
+            with _gomp.loading():  # passive waiting unless the user set a policy (runtime/_gomp.py)
+                lib = ctypes.CDLL(name)
         except OSError:
             continue
         try:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minimlir.runtime import _cpu, _elf
+from minimlir.runtime import _cpu, _elf, _gomp
 from minimlir.runtime.errors import InputError as ArgumentError  # minimlir.runtime._native's name of it
 from minimlir.runtime.errors import MinimlirError, NativeError
 
@@ -145,7 +145,8 @@ class Model:
             raise LoadError(f"{path}: the weights are {'embedded' if pmeta['mode'] == 'embed' else 'absent'}; "
                             f"params= is not used")
         try:
-            self._lib = ctypes.CDLL(str(path.resolve()))
+            with _gomp.loading():  # the .so needs libgomp: passive waiting unless the user set a policy
+                self._lib = ctypes.CDLL(str(path.resolve()))
         except OSError as e:
             raise ArtifactFormatError(f"{path}: cannot load the shared object: {e}") from None
         lib = self._lib

@@ -30,6 +30,8 @@ from minimlir.passes.loop.schedule.default import (
     schedule_module,
 )
 from minimlir.passes._diagnostics import emit_error
+from minimlir.dialects import loop
+from minimlir.passes.loop.schedule.default.merge_parallel import merge_parallel_loops
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class LoopSchedulePass(ModulePass):
         schedule_module(op, cfg)
         if self.lower:
             lower_scheduled(op, cfg.width)
+            # after lowering (unit loops gone): adjacent parallel loops share one fork-join
+            for k in [o for o in op.walk() if loop.is_kernel(o)]:
+                merge_parallel_loops(k)
 
 
 def lower_scheduled(module: ModuleOp, width: int) -> None:
