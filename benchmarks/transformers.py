@@ -15,7 +15,8 @@ tanh approximation with Pow(x, 3) (ViT).
 
 Per model and thread count: minimlir compiles it (`num_threads=T`, disk cache off unless --cache),
 the output is checked against onnxruntime (`intra_op_num_threads=T`, default graph optimizations), then
-the two run interleaved (ours, theirs, ours, ...) --runs times after a warm-up. Printed: the median
+the two run interleaved (ours, theirs, ours, ...) --runs times after a warm-up, each timed run
+after an untimed one of the same side (so the other side's spinning pool threads are idle again). Printed: the median
 latency of each, the ratio ours / onnxruntime (lower is better), and the median process CPU time per
 run (all threads; on a loaded machine wall time alone can mislead). The load average is printed too.
 Exit code 1 when an output differs from onnxruntime beyond --atol/--rtol.
@@ -201,6 +202,10 @@ def measure(name: str, threads: int, runs: int, cache: bool, save: str | None) -
     cpu: dict[str, list[float]] = {"ours": [], "ort": []}
     for _ in range(runs):  # interleaved, so a burst of load hits both sides alike
         for side, fn in (("ours", lambda: ours(*args)), ("ort", lambda: sess.run(None, feeds))):
+            # an untimed run first: the other side's idle pool threads keep spinning for a while
+            # after its run (onnxruntime's by default), and with T threads on T cores they would
+            # take this side's cores and count in its process CPU time
+            fn()
             c, t = time.process_time(), time.perf_counter()
             fn()
             wall[side].append(time.perf_counter() - t)
