@@ -1,20 +1,16 @@
 """Adjacent parallel loops merged into one fork-join (passes/loop/schedule/default/merge_parallel.py)."""
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.parser import Parser
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
 
+import minimlir.compiler.interpreter as H
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule.default.merge_parallel import merge_parallel_loops
 
 
 def parse(text: str) -> ModuleOp:
-    ctx = Context()
-    for d in (Builtin, func.Func, arith.Arith, loop.Loop, mem.Mem):
-        ctx.load_dialect(d)
-    module = Parser(ctx, text).parse_module()
+    module = H.parse(text)
     module.verify()
     return module
 
