@@ -326,7 +326,7 @@ class _Interpreter:
         cls = type(op)
         handler = _STEP_HANDLERS.get(cls)
         if handler is None:
-            handler = _STEP_HANDLERS[cls] = next((h for takes, h in _STEP_RULES if takes(cls)), _step_unsupported)
+            handler = _STEP_HANDLERS[cls] = next((h for t, h in _STEP_RULES if issubclass(cls, t)), _step_unsupported)
         handler(self, op, env)
 
     @staticmethod
@@ -352,9 +352,9 @@ def _step_callkernelop(self, op: Operation, env: dict) -> None:
         env[r] = o
 
 
-def _step_graph_dim(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = int(g(op.input).shape[op.index.value.data])
+def _step_dim(self, op: Operation, env: dict) -> None:
+    """graph.dim and mem.dim: the size of dim `index` of the one operand."""
+    env[op.result] = int(self.get(env, op.operands[0]).shape[op.index.value.data])
 
 
 def _step_reshapeop(self, op: Operation, env: dict) -> None:
@@ -444,11 +444,6 @@ def _step_deallocop(self, op: Operation, env: dict) -> None:
     g = self.getter(env)
     buf = g(op.memref)
     self.freed[id(buf)] = buf
-
-
-def _step_mem_dim(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = int(g(op.source).shape[op.index.value.data])
 
 
 def _step_viewop(self, op: Operation, env: dict) -> None:
@@ -547,42 +542,45 @@ def _step_fmaop(self, op: Operation, env: dict) -> None:
     a, b, c = (g(v) for v in op.operands)
     env[op.result] = _as(a * b + c, op.result.type)
 
+
 def _step_unsupported(self, op: Operation, env: dict) -> None:
     raise InterpError(f"interpreter: unsupported op {op.name}")
 
 
-# in the order of the old chain: the first rule whose test takes the op's class handles it
+# the first rule whose class (or union) the op's class is a subclass of handles it, in the order of the
+# old isinstance chain; the _BINARY and _UNARY_MATH ops, matched by exact class, are in _STEP_HANDLERS
 _STEP_RULES = [
-    (lambda c: issubclass(c, graph.CallKernelOp), _step_callkernelop),
-    (lambda c: issubclass(c, graph.DimOp), _step_graph_dim),
-    (lambda c: issubclass(c, graph.ReshapeOp), _step_reshapeop),
-    (lambda c: issubclass(c, graph.ParamOp), _step_paramop),
-    (lambda c: issubclass(c, graph.ConstantOp), _step_graph_constant),
-    (lambda c: issubclass(c, graph.ExtractOp), _step_extractop),
-    (lambda c: issubclass(c, graph.FromDimsOp), _step_fromdimsop),
-    (lambda c: issubclass(c, loop.ForOp), _step_forop),
-    (lambda c: issubclass(c, loop.BlockOp), _step_blockop),
-    (lambda c: issubclass(c, mem.LoadOp), _step_loadop),
-    (lambda c: issubclass(c, mem.StoreOp), _step_storeop),
-    (lambda c: issubclass(c, mem.AllocOp | mem.AllocaOp), _step_allocop),
-    (lambda c: issubclass(c, mem.DeallocOp), _step_deallocop),
-    (lambda c: issubclass(c, mem.DimOp), _step_mem_dim),
-    (lambda c: issubclass(c, mem.ViewOp), _step_viewop),
-    (lambda c: issubclass(c, mem.CopyOp), _step_copyop),
-    (lambda c: issubclass(c, mem.FillOp), _step_fillop),
-    (lambda c: issubclass(c, arith.ConstantOp), _step_arith_constant),
-    (lambda c: c in _BINARY, _step_binary),
-    (lambda c: c in _UNARY_MATH, _step_unary_math),
-    (lambda c: issubclass(c, arith.NegfOp), _step_negfop),
-    (lambda c: issubclass(c, arith.CmpiOp), _step_cmpiop),
-    (lambda c: issubclass(c, arith.CmpfOp), _step_cmpfop),
-    (lambda c: issubclass(c, arith.SelectOp), _step_selectop),
-    (lambda c: issubclass(c, arith.UIToFPOp | arith.ExtUIOp), _step_uitofpop),
-    (lambda c: issubclass(c, _CASTS), _step_casts),
-    (lambda c: issubclass(c, math.FPowIOp), _step_fpowiop),
-    (lambda c: issubclass(c, math.FmaOp), _step_fmaop),
+    (graph.CallKernelOp, _step_callkernelop),
+    (graph.DimOp, _step_dim),
+    (graph.ReshapeOp, _step_reshapeop),
+    (graph.ParamOp, _step_paramop),
+    (graph.ConstantOp, _step_graph_constant),
+    (graph.ExtractOp, _step_extractop),
+    (graph.FromDimsOp, _step_fromdimsop),
+    (loop.ForOp, _step_forop),
+    (loop.BlockOp, _step_blockop),
+    (mem.LoadOp, _step_loadop),
+    (mem.StoreOp, _step_storeop),
+    (mem.AllocOp | mem.AllocaOp, _step_allocop),
+    (mem.DeallocOp, _step_deallocop),
+    (mem.DimOp, _step_dim),
+    (mem.ViewOp, _step_viewop),
+    (mem.CopyOp, _step_copyop),
+    (mem.FillOp, _step_fillop),
+    (arith.ConstantOp, _step_arith_constant),
+    (arith.NegfOp, _step_negfop),
+    (arith.CmpiOp, _step_cmpiop),
+    (arith.CmpfOp, _step_cmpfop),
+    (arith.SelectOp, _step_selectop),
+    (arith.UIToFPOp | arith.ExtUIOp, _step_uitofpop),
+    (_CASTS, _step_casts),
+    (math.FPowIOp, _step_fpowiop),
+    (math.FmaOp, _step_fmaop),
 ]
-_STEP_HANDLERS: dict[type, object] = {}
+_STEP_HANDLERS: dict[type, object] = {
+    **{c: _step_binary for c in _BINARY},
+    **{c: _step_unary_math for c in _UNARY_MATH},
+}
 
 
 def _const(value: Attribute, t: Attribute):
