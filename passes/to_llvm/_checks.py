@@ -375,11 +375,8 @@ class Instrumenter:
         have = self.scratch.get(f)
         if have is not None and have[1] >= nbytes:
             return have[0]
-        from minimlir.passes.to_llvm.mem import _Emitter
-
         size = max(256, nbytes)
-        fb = _Emitter(low.entry_anchor(f), low)
-        ptr = fb(llvm.AllocaOp(fb.const(size), i8, alignment=64)).results[0]
+        ptr = low.hoisted_alloca(f, size, i8)
         self.scratch[f] = (ptr, size)
         return ptr
 

@@ -680,8 +680,7 @@ class MemLowering:
             elem = llvm_element_type(t.element_type)
             n = self.numel(b, t, dyn)
             if isinstance(n, int):  # hoist: one stack slot per function, not per iteration
-                fb = _Emitter(self.entry_anchor(_func_of(op)), self)
-                ptr = fb(llvm.AllocaOp(fb.const(n), elem, alignment=64)).results[0]
+                ptr = self.hoisted_alloca(_func_of(op), n, elem)
             else:
                 ptr = b(llvm.AllocaOp(n, elem, alignment=64)).results[0]
             if self.checker is not None:  # where it is allocated (each iteration), not hoisted
@@ -768,13 +767,23 @@ class MemLowering:
         b.if_then(null, lambda oom: self.error_return(oom.ip.block, op, 2))
 
     def entry_anchor(self, f: func.FuncOp) -> Operation:
-        """First op of the entry block after the argument casts and pooled constants (hoisting
-        point)."""
+        """First op of the entry block after the argument casts and leading constants (hoisting
+        point). Not necessarily after every pooled constant: an op inserted at the start for an
+        entry-block argument (e.g. `scale`'s mul) can sit before older ones."""
         op = f.body.blocks[0].first_op
         while isinstance(op, UnrealizedConversionCastOp | llvm.ConstantOp):
             op = op.next_op
         assert op is not None
         return op
+
+    def hoisted_alloca(self, f: func.FuncOp, n: int, elem: Attribute) -> SSAValue:
+        """A static stack slot of `n` x `elem` in `f`'s entry block, at `entry_anchor`, its size a
+        constant of its own just before it (a pooled one may come later in the block: see
+        entry_anchor); the slot depends on nothing else, so it dominates every use."""
+        size = llvm.ConstantOp(_const_attr(n, i64), i64)
+        alloca = llvm.AllocaOp(size.result, elem, alignment=64)
+        Rewriter.insert_op([size, alloca], InsertPoint.before(self.entry_anchor(f)))
+        return alloca.results[0]
 
     def lower_result_alloc(self, op: mem.AllocOp) -> None:
         """The entry-ABI alloc: use the caller's buffer (dims checked) or allocate (docstring)."""
@@ -1011,8 +1020,6 @@ class MemLowering:
             func.ReturnOp: self._pattern(self.lower_return),
         }
         ConversionDriver([producers, consumers]).run(self.module)
-        for f in funcs:
-            _constants_first(f)
         self.erase_dead_casts()
 
     @staticmethod
@@ -1049,30 +1056,6 @@ class MemLowering:
                         f"which has no LLVM lowering there"
                     )
         report_illegal(illegal)  # the conversions' one legality check (located)
-
-
-def _constants_first(f: func.FuncOp) -> None:
-    """Move the entry block's `llvm.mlir.constant`s ahead of its other ops (order kept). Hoisted
-    stack slots are inserted before the first non-constant op while the pool may place a constant
-    after an earlier hoisted slot (seen in checked mode with 16-lane vectors: an alloca whose size
-    was defined three ops later). A constant has no operands, so the front is always legal."""
-    if not f.body.blocks:
-        return
-    entry = f.body.blocks[0]
-    late: list[Operation] = []
-    seen_other = False
-    for op in entry.ops:
-        if isinstance(op, llvm.ConstantOp):
-            if seen_other:
-                late.append(op)
-        elif not isinstance(op, UnrealizedConversionCastOp):
-            seen_other = True
-    if not late:
-        return
-    first = entry.first_op
-    for op in late:
-        op.detach()
-        entry.insert_op_before(op, first)
 
 
 @dataclass(frozen=True)
