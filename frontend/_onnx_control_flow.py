@@ -108,36 +108,22 @@ def _fold_small(view: NodeView) -> list | None:
     """A body node whose inputs are all small constants (a Split of a constant shape in AffineGrid's
     body, which the emitters keep as graph ops) is evaluated by the onnx reference, so what depends
     on it (an Expand's shape, a Squeeze's dims) stays static as in the main graph. None: not folded."""
-    from onnx.reference import ReferenceEvaluator
+    from minimlir.frontend.onnx_import import FOLD_LIMIT, _NP_TO_ONNX, reference_eval
 
-    from minimlir.frontend.onnx_import import FOLD_LIMIT, _NP_TO_ONNX
-
-    node = view.proto
     inputs = [v for v in view.inputs if v is not None]
-    if node.op_type in _NO_FOLD or not inputs or any(v.const is None or v.const.size > FOLD_LIMIT for v in inputs):
+    if view.proto.op_type in _NO_FOLD or not inputs or any(
+            v.const is None or v.const.size > FOLD_LIMIT for v in inputs):
         return None
-    names = [f"in{i}" if name else "" for i, name in enumerate(node.input)]
-    outs = [f"out{i}" if name else "" for i, name in enumerate(node.output)]
-    copy = onnx.helper.make_node(node.op_type, names, outs)
-    copy.attribute.extend(node.attribute)
-    feeds = {k: v.const for k, v in zip(names, view.inputs) if k and v is not None}
-    g = onnx.helper.make_graph(
-        [copy], "fold",
-        [onnx.helper.make_tensor_value_info(k, _NP_TO_ONNX[np.dtype(a.dtype)], a.shape) for k, a in feeds.items()],
-        [onnx.helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o])
-    model = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", view.opset)])
-    try:
-        results = ReferenceEvaluator(model).run(None, feeds)
-    except Exception:
+    results = reference_eval(view)
+    if results is None:
         return None
     values = []
     for array in results:
-        array = np.asarray(array)
         if array.dtype not in _NP_TO_ONNX or array.size > FOLD_LIMIT:
             return None
         values.append(view.cx.from_const(array.copy()))  # (np.ascontiguousarray makes a 0-d array 1-d)
     full = iter(values)
-    return [next(full) if o else None for o in node.output]
+    return [next(full) if o else None for o in view.proto.output]
 
 
 def _const_scalar(n: NodeView, i: int, what: str):

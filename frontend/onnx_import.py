@@ -865,6 +865,31 @@ def _build(cx: Importer) -> ModuleOp:
 _NO_FOLD = frozenset({"Constant", "Dropout"})
 
 
+def reference_eval(view: NodeView) -> list[np.ndarray] | None:
+    """`view`'s node evaluated by the onnx package's reference implementation on its inputs' known
+    constants (every present input has one): an array per present output, or None when the
+    reference cannot evaluate it."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = view.proto
+    names = [f"in{i}" if name else "" for i, name in enumerate(node.input)]
+    outs = [f"out{i}" if name else "" for i, name in enumerate(node.output)]
+    copy = helper.make_node(node.op_type, names, outs, domain=node.domain)
+    copy.attribute.extend(node.attribute)
+    feeds = {n: v.const for n, v in zip(names, view.inputs) if n and v is not None}
+    graph_proto = helper.make_graph(
+        [copy], "fold",
+        [helper.make_tensor_value_info(n, _NP_TO_ONNX[np.dtype(a.dtype)], a.shape) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o],
+    )
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", view.opset)])
+    try:
+        return [np.asarray(a) for a in ReferenceEvaluator(model).run(None, feeds)]
+    except Exception:  # the reference cannot evaluate it
+        return None
+
+
 def _fold_weights(cx: Importer, view: NodeView) -> list | None:
     """Weight folding (ONNX Runtime's and TVM's constant folding): a node whose inputs are all
     known constants, at least one of them a weight bigger than FOLD_LIMIT, is evaluated at import
@@ -880,27 +905,11 @@ def _fold_weights(cx: Importer, view: NodeView) -> list | None:
         return None
     if not any(v.is_weight and v.const.size > FOLD_LIMIT for v in inputs):
         return None
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
-
-    names = [f"in{i}" if name else "" for i, name in enumerate(node.input)]
-    outs = [f"out{i}" if name else "" for i, name in enumerate(node.output)]
-    copy = helper.make_node(node.op_type, names, outs, domain=node.domain)
-    copy.attribute.extend(node.attribute)
-    feeds = {n: v.const for n, v in zip(names, view.inputs) if n and v is not None}
-    graph_proto = helper.make_graph(
-        [copy], "fold",
-        [helper.make_tensor_value_info(n, _NP_TO_ONNX[np.dtype(a.dtype)], a.shape) for n, a in feeds.items()],
-        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o],
-    )
-    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", view.opset)])
-    try:
-        results = ReferenceEvaluator(model).run(None, feeds)
-    except Exception:  # the reference cannot evaluate it: emit the op as usual
+    results = reference_eval(view)
+    if results is None:
         return None
     values: list = []
     for name, array in zip((o for o in node.output if o), results):
-        array = np.asarray(array)
         if array.dtype not in _NP_TO_ONNX:
             return None
         values.append(cx.from_const(array.copy(), is_weight=True, name=name))  # (ascontiguousarray: 0-d -> [1])
