@@ -17,7 +17,8 @@ must be kernel arguments or kernel-level `mem.alloc`/`mem.alloca` (distinct valu
 the kernel's arguments do not alias, see loop-outline-parallel's `llvm.noalias`); any other op
 with a memref operand in either loop, or a nested parallel loop, refuses the merge.
 
-Runs in `schedule_kernel` after the parallel threshold (serial loops are left alone).
+Runs in `loop-schedule` after `lower_scheduled` (the unit batch loops that wrap each block's nest at
+scheduling time are gone by then); serial loops are left alone.
 """
 
 from __future__ import annotations
@@ -65,13 +66,7 @@ def _accesses(for_op: loop.ForOp, kernel_block: Block) -> dict[SSAValue, list[tu
 
 
 def _defined_inside(v: SSAValue, for_op: loop.ForOp) -> bool:
-    owner = v.owner
-    op = owner.parent_op() if isinstance(owner, Block) else owner
-    while op is not None:
-        if op is for_op:
-            return True
-        op = op.parent_op()
-    return False
+    return for_op.is_ancestor(v.owner.parent_op() if isinstance(v.owner, Block) else v.owner)
 
 
 def _plain_buffer(v: SSAValue, kernel_block: Block) -> bool:
