@@ -1,20 +1,26 @@
-"""Compile time and latency of the ONNX light models, next to onnxruntime measured in the same run.
+"""The nine ONNX light models (random weights), minimlir next to onnxruntime measured in the same run.
 
-    python benchmarks/models.py                        # all nine, 10 timed runs each
+    python benchmarks/models.py --threads 1,2                # all nine at 1 and 2 threads, 10 runs
     python benchmarks/models.py --filter 'squeeze|shuffle' --runs 20 --threads 1 --json out.json
 
-Per model: minimlir's compile time (import + lowering + LLVM, with the JIT disk cache off unless
---cache, so it is the cold time), its median latency over --runs calls after one warm-up, and
-onnxruntime's median latency on the same input (CPUExecutionProvider, `intra_op_num_threads` =
---threads, default 1 to compare single-threaded code), plus the ratio minimlir / onnxruntime
-(lower is better; 1.0 = as fast). Outputs are compared too (max abs difference), so a fast wrong
-answer shows. Each model runs in its own subprocess (`--timeout`), so one failure costs one row.
+Per model and thread count, in a subprocess of its own (`--timeout`, so one failure costs one row):
+minimlir compiles it (`num_threads=T`; the JIT disk cache is off unless --cache, so the compile time is
+the cold one), onnxruntime opens it (CPUExecutionProvider, `intra_op_num_threads=T`, default graph
+optimizations), both outputs are compared, then the two run interleaved (ours, theirs, ours, ...)
+--runs times after a warm-up, each timed run after an untimed one of the same side (the other side's
+idle pool threads may still spin: onnxruntime's do by default). Printed per row: compile time, the
+median latency of each, the ratio ours / onnxruntime (lower is better; 1.0 = as fast) and the max
+abs difference; per thread count the geometric mean of the ratios and the worst model; with several
+thread counts, each side's speedup from the first to the last count (T1 ms / Tn ms). The load
+average is printed before and after: on a loaded machine the ratios are less reliable.
+Exit code 1 when a model fails or its output differs from onnxruntime's beyond 1e-3 (abs + rel).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -37,75 +43,104 @@ def measure(name: str, runs: int, threads: int, cache: bool) -> dict:
     path = onnx_data_dir() / "light" / f"light_{name}.onnx"
     model = onnx.load(str(path))
     in_name, x = light_input(model)
-    row: dict = {"model": name, "ops": len(model.graph.node)}
-
+    row: dict = {"model": name, "threads": threads, "ops": len(model.graph.node)}
     t = time.perf_counter()
     m = compile_model(path, cache=cache, num_threads=threads)
     row["compile_s"] = time.perf_counter() - t
-    row["lower_s"] = m.timings.get("lower")
-    row["jit_s"] = m.timings.get("jit")
-    (y,) = m(x)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        m(x)
-        times.append(time.perf_counter() - t)
-    row["latency_ms"] = statistics.median(times) * 1e3
-
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    (y,) = m(x)
     (ref,) = session.run(None, {in_name: x})
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        session.run(None, {in_name: x})
-        times.append(time.perf_counter() - t)
-    row["ort_latency_ms"] = statistics.median(times) * 1e3
+    y = np.asarray(y)
+    row["max_abs_diff"] = float(np.abs(y.astype(np.float64) - ref).max())
+    row["close"] = bool(np.allclose(y, ref, rtol=1e-3, atol=1e-3))
+    wall: dict[str, list[float]] = {"ours": [], "ort": []}
+    for _ in range(runs):  # interleaved, so a burst of load hits both sides alike
+        for side, fn in (("ours", lambda: m(x)), ("ort", lambda: session.run(None, {in_name: x}))):
+            fn()  # untimed first (see the docstring)
+            t = time.perf_counter()
+            fn()
+            wall[side].append(time.perf_counter() - t)
+    row["latency_ms"] = statistics.median(wall["ours"]) * 1e3
+    row["ort_latency_ms"] = statistics.median(wall["ort"]) * 1e3
     row["ratio"] = row["latency_ms"] / row["ort_latency_ms"]
-    row["max_abs_diff"] = float(np.abs(np.asarray(y, np.float64) - ref).max())
     return row
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--filter", default=None, metavar="REGEX")
-    p.add_argument("--runs", type=int, default=10)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--runs", type=int, default=10, help="timed runs per side (interleaved)")
+    p.add_argument("--threads", default="1", help="comma-separated thread counts, e.g. 1,2 (default 1)")
     p.add_argument("--cache", action="store_true", help="use the JIT disk cache (warm compile time)")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # worker: measure one model, print JSON
     args = p.parse_args(argv)
+    try:
+        threads = [int(t) for t in str(args.threads).split(",")]
+        if any(t < 1 for t in threads):
+            raise ValueError
+    except ValueError:
+        print(f"error: --threads wants positive integers like 1,2, not {args.threads!r}", file=sys.stderr)
+        return 1
     if args.one:
-        print(json.dumps(measure(args.one, args.runs, args.threads, args.cache)))
+        print(json.dumps(measure(args.one, args.runs, threads[0], args.cache)))
         return 0
     import re
 
     models = [m for m in LIGHT_MODELS if not args.filter or re.search(args.filter, m)]
-    head = f"{'model':14} {'compile s':>10} {'minimlir ms':>12} {'ort ms':>9} {'ratio':>7} {'max |diff|':>11}"
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; cores: {os.cpu_count()}")
+    head = (f"{'model':14} {'thr':>3} {'compile s':>9} {'minimlir ms':>12} {'ort ms':>9} {'ratio':>6} "
+            f"{'max |diff|':>10}")
     print(head)
     print("-" * len(head))
-    rows = []
-    for name in models:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--runs", str(args.runs),
-               "--threads", str(args.threads)] + (["--cache"] if args.cache else [])
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            lines = proc.stdout.strip().splitlines()
-            row = json.loads(lines[-1]) if proc.returncode == 0 and lines else {
-                "model": name, "error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
-        except subprocess.TimeoutExpired:
-            row = {"model": name, "error": f"timeout after {args.timeout:g} s"}
-        rows.append(row)
-        if "error" in row:
-            print(f"{name:14} error: {row['error'][:100]}", flush=True)
-        else:
-            print(f"{name:14} {row['compile_s']:10.1f} {row['latency_ms']:12.2f} {row['ort_latency_ms']:9.2f} "
-                  f"{row['ratio']:7.1f} {row['max_abs_diff']:11.2g}", flush=True)
+    rows, ok = [], True
+    for t in threads:
+        for name in models:
+            cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--runs", str(args.runs),
+                   "--threads", str(t)] + (["--cache"] if args.cache else [])
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                lines = proc.stdout.strip().splitlines()
+                row = json.loads(lines[-1]) if proc.returncode == 0 and lines else {
+                    "model": name, "threads": t,
+                    "error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
+            except subprocess.TimeoutExpired:
+                row = {"model": name, "threads": t, "error": f"timeout after {args.timeout:g} s"}
+            rows.append(row)
+            if "error" in row:
+                ok = False
+                print(f"{name:14} {t:3d} error: {row['error'][:100]}", flush=True)
+                continue
+            ok &= row["close"]
+            print(f"{name:14} {t:3d} {row['compile_s']:9.1f} {row['latency_ms']:12.2f} {row['ort_latency_ms']:9.2f} "
+                  f"{row['ratio']:6.2f} {row['max_abs_diff']:10.2g}" + ("" if row["close"] else "  MISMATCH"),
+                  flush=True)
+    print()
+    for t in threads:
+        good = [r for r in rows if r["threads"] == t and "error" not in r]
+        if good:
+            worst = max(good, key=lambda r: r["ratio"])
+            print(f"{t} thread(s): geomean ratio {_geomean([r['ratio'] for r in good]):.2f} over {len(good)} "
+                  f"models; worst {worst['model']} {worst['ratio']:.2f}")
+    if len(threads) > 1:
+        t0, tn = threads[0], threads[-1]
+        by = {(r["model"], r["threads"]): r for r in rows if "error" not in r}
+        pairs = [(by[(n, t0)], by[(n, tn)]) for n in models if (n, t0) in by and (n, tn) in by]
+        if pairs:
+            ours = _geomean([a["latency_ms"] / b["latency_ms"] for a, b in pairs])
+            theirs = _geomean([a["ort_latency_ms"] / b["ort_latency_ms"] for a, b in pairs])
+            print(f"speedup {tn} threads over {t0} (geomean): minimlir {ours:.2f}x, onnxruntime {theirs:.2f}x")
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
-    return 0 if all("error" not in r for r in rows) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
