@@ -886,8 +886,10 @@ def _wrap_pad(cx: Importer, y: SSAValue, pads: list[int]) -> SSAValue:
             continue
         shape = _shape(y)
         d = shape[i]
-        if d == DYNAMIC or b > d or e > d:
-            raise Unsupported("Pad mode 'wrap' on a dynamic dim or with pads larger than the dim")
+        if d == DYNAMIC:
+            raise Unsupported("Pad mode 'wrap' on a dynamic dim")
+        if b > d or e > d:
+            raise Unsupported("Pad mode 'wrap' with pads larger than the dim")
         ends = [s if s != DYNAMIC else INT64_MAX for s in shape]
 
         def part(lo: int, hi: int) -> SSAValue:

@@ -18,6 +18,12 @@ nothing yet. `run` then turns those inputs into initializers holding the given v
 specialized model, and caches it by the values (dtype, shape, bytes), so calling again with the same
 axes/shape reuses the compiled code. The remaining inputs are passed as usual. `rep.specialized_on`
 lists the specialized inputs (empty for an ordinary model).
+
+A dim the importer calls dynamic in a model whose graph inputs all have static shapes can only come
+from a value computed at run time (a `size` input feeding Expand, Split and If branches, as in
+AffineGrid's function body): such a problem is treated the same way, specializing on the integer and
+bool graph inputs that reach the node. The trace goes through control-flow nodes: an If/Loop/Scan
+output depends on the outer values its bodies read, not only on the node's operands.
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from minimlir.frontend.api import CompiledModel, InputError, compile
-from minimlir.frontend.onnx_import import UnsupportedModelError, _node_label
-
-NEEDS_CONSTANT = "at run time"
-"""In the importer's reason when a shape/axes/pads operand is not a constant: "... computed at run time"."""
+from minimlir.frontend.onnx_import import (
+    NEEDS_CONSTANT,
+    UnsupportedModelError,
+    _node_label,
+    resolved_by_specializing,
+    static_input_shapes,
+)
 
 ALL_OPERANDS = {"ConstantOfShape", "Range"}
 """Ops whose every operand is a shape parameter (others: operand 0 is the data)."""
@@ -51,9 +60,27 @@ def _load(model: onnx.ModelProto | str | os.PathLike[str]) -> onnx.ModelProto:
     return onnx.load(os.fspath(model))  # external data next to the file is loaded too
 
 
-def parameter_inputs(model: onnx.ModelProto, problem_nodes: set[str]) -> list[str]:
+def _outer_reads(node: onnx.NodeProto) -> list[str]:
+    """The outer-scope values the subgraphs of `node` (If branches, Loop/Scan bodies, nested) read."""
+    out: list[str] = []
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for g in graphs:
+            local = {i.name for i in g.input} | {i.name for i in g.initializer}
+            for inner in g.node:
+                out.extend(i for i in inner.input if i and i not in local)
+                out.extend(i for i in _outer_reads(inner) if i not in local)
+                local.update(o for o in inner.output if o)
+    return out
+
+
+def parameter_inputs(model: onnx.ModelProto, problem_nodes: set[str],
+                     dynamic_nodes: set[str] = frozenset()) -> list[str]:
     """Graph inputs that reach a shape-like operand of one of `problem_nodes` (labels as the importer
-    names nodes), directly or through other nodes (Cast, Concat, ...): the inputs to specialize on."""
+    names nodes), directly or through other nodes (Cast, Concat, an If's branches, ...): the inputs to
+    specialize on. For `dynamic_nodes` (a dim computed at run time, see the module docstring) every
+    operand and outer read counts, and for those (and for what control-flow bodies read) only integer
+    and bool inputs are returned."""
     from minimlir.frontend.onnx_import import _expand_functions
 
     # the importer names the nodes of expanded function bodies ("ReduceL1_0/ReduceSum/..."):
@@ -62,25 +89,44 @@ def parameter_inputs(model: onnx.ModelProto, problem_nodes: set[str]) -> list[st
     initializers = {i.name for i in graph.initializer}
     graph_inputs = [vi.name for vi in graph.input if vi.name not in initializers]
     producer = {out: node for node in graph.node for out in node.output if out}
+
+    def trace(wanted: list[str]) -> set[str]:
+        seen: set[str] = set()
+        found: set[str] = set()
+        while wanted:
+            name = wanted.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in graph_inputs:
+                found.add(name)
+            elif name in producer:
+                wanted.extend(i for i in producer[name].input if i)
+                wanted.extend(_outer_reads(producer[name]))
+        return found
+
     wanted: list[str] = []
+    dynamic: list[str] = []
     for index, node in enumerate(graph.node):
-        if _node_label(node, index) in problem_nodes:
+        label = _node_label(node, index)
+        if label in dynamic_nodes:
+            dynamic.extend(name for name in node.input if name)
+            dynamic.extend(_outer_reads(node))
+        if label in problem_nodes:
             if node.op_type in CONTROL_OPERANDS:
                 wanted.extend(name for name in node.input[:CONTROL_OPERANDS[node.op_type]] if name)
+                # the problem may be a nested node's (an If in a branch whose condition is computed
+                # from a value the branch reads): the integer values the bodies read count too
+                dynamic.extend(_outer_reads(node))
                 continue
             start = 0 if node.op_type in ALL_OPERANDS else 1
             wanted.extend(name for name in node.input[start:] if name)
-    seen: set[str] = set()
-    found: set[str] = set()
-    while wanted:
-        name = wanted.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in graph_inputs:
-            found.add(name)
-        elif name in producer:
-            wanted.extend(i for i in producer[name].input if i)
+    found = trace(wanted)
+    if dynamic:
+        float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                       onnx.TensorProto.BFLOAT16}
+        elem = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
+        found |= {n for n in trace(dynamic) if elem.get(n) not in float_types}
     return [n for n in graph_inputs if n in found]
 
 
@@ -169,9 +215,11 @@ class OnnxBackend(Backend):
         except UnsupportedModelError as e:
             proto = _load(model)  # with its external data: specialized copies are compiled from memory
             problems = {p.node for p in e.problems if NEEDS_CONSTANT in p.reason}
-            if not problems or len(problems) != len({p.node for p in e.problems}):
+            static = static_input_shapes(proto)
+            dynamic = {p.node for p in e.problems if resolved_by_specializing(p.reason, static)} - problems
+            if not problems | dynamic or len(problems | dynamic) != len({p.node for p in e.problems}):
                 raise
-            inputs = parameter_inputs(proto, problems)
+            inputs = parameter_inputs(proto, problems, dynamic)
             if not inputs:
                 raise
             return OnnxBackendRep(proto, None, inputs, options)

@@ -648,6 +648,23 @@ NEEDS_CONSTANT = "at run time"
 input): `minimlir.frontend.onnx_backend` resolves those by specializing on the input's value."""
 
 
+def static_input_shapes(model: onnx.ModelProto) -> bool:
+    """Every graph input declares a shape of fixed dims. Then a dim the importer calls dynamic can
+    only have been computed from a value (an integer input feeding Expand, Range, an If's
+    branches...), and specializing on the integer inputs makes it static."""
+    for vi in model.graph.input:
+        t = vi.type.tensor_type
+        if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
+            return False
+    return True
+
+
+def resolved_by_specializing(reason: str, static_inputs: bool) -> bool:
+    """A problem `OnnxBackend` resolves by specializing on graph inputs' values: an operand that must
+    be a constant (NEEDS_CONSTANT), or, when the inputs' shapes are static, a dynamic dim."""
+    return NEEDS_CONSTANT in reason or (static_inputs and "dynamic" in reason)
+
+
 def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple[str, int, int, str | None]]:
     """The support table: (op type, opset, count, reason or None if supported).
 
@@ -656,7 +673,8 @@ def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple
     values (a 3-D kernel, a training-mode Dropout, ...). Graph inputs and initializers the import
     rejects are rows too ("<input>", "<initializer>"). Not counted as problems: operands that must
     be constants but are graph inputs ("... at run time": OnnxBackend specializes on their values),
-    and malformed models (the import raises OnnxImportError for those)."""
+    dynamic dims of a model whose inputs have static shapes (computed from values: the same;
+    `resolved_by_specializing`), and malformed models (the import raises OnnxImportError for those)."""
     proto, path = _load_model(model)
     info = _collect_value_info(_infer(proto))
     proto, node_opsets, expanded = _expand_functions(proto)
@@ -670,8 +688,9 @@ def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple
     try:
         _build(cx)
     except UnsupportedModelError as e:
+        static_inputs = static_input_shapes(proto)
         for p in e.problems:
-            if NEEDS_CONSTANT in p.reason:
+            if resolved_by_specializing(p.reason, static_inputs):
                 continue
             if p.node in index and p.op_type not in ("<input>", "<initializer>"):
                 reasons[index[p.node]] = p.reason

@@ -95,3 +95,61 @@ def test_run_model_and_wrong_input_count():
     rep = OnnxBackend.prepare(str(CONV_ONNX))
     with pytest.raises(ValueError, match=r"takes 1 input\(s\) \(x\), got 2"):
         rep.run([x, x])
+
+
+def _squeeze_of_expand(x_shape):
+    # Expand by a shape given as an input: the result's dims are computed at run time, and a
+    # Squeeze without axes needs them (AffineGrid's function body does this with its `size` input)
+    graph = h.make_graph(
+        [h.make_node("Expand", ["x", "shape"], ["e"], name="expand"),
+         h.make_node("Squeeze", ["e"], ["y"], name="squeeze")],
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+         h.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_dims_computed_from_an_input_value_specialize_on_it():
+    from minimlir.frontend.onnx_import import UnsupportedModelError
+
+    rep = OnnxBackend.prepare(_squeeze_of_expand([1, 1, 3]))
+    assert rep.specialized_on == ["shape"]  # the integer input, not the float data
+    x = np.arange(3, dtype=np.float32).reshape(1, 1, 3)
+    (a,) = rep.run([x, np.array([1, 1, 3], np.int64)])
+    (b,) = rep.run([x, np.array([2, 1, 3], np.int64)])
+    np.testing.assert_array_equal(a, x.reshape(3))
+    np.testing.assert_array_equal(b, np.broadcast_to(x, (2, 1, 3)).reshape(2, 3))
+    # with a dynamic input dim the dims are not (only) values: no specialization, the error stands
+    with pytest.raises(UnsupportedModelError, match="Squeeze without axes"):
+        OnnxBackend.prepare(_squeeze_of_expand(["n", 1, 3]))
+
+
+def test_a_nested_if_on_a_value_its_branch_reads_specializes_on_it():
+    # outer If (constant condition) -> then_branch: If(n == 1) whose branches yield different
+    # shapes, so it cannot be a run-time select; `n` is read by the branch, not an operand of the
+    # outer If (AffineGrid's align_corners=1 body)
+    one = h.make_tensor("one", TensorProto.INT64, [], [1])
+    inner = h.make_node(
+        "If", ["is_one"], ["r"], name="inner",
+        then_branch=h.make_graph([h.make_node("Identity", ["x"], ["t"])], "t", [],
+                                 [h.make_tensor_value_info("t", TensorProto.FLOAT, None)]),
+        else_branch=h.make_graph([h.make_node("Concat", ["x", "x"], ["c"], axis=0)], "e", [],
+                                 [h.make_tensor_value_info("c", TensorProto.FLOAT, None)]))
+    branch = h.make_graph([h.make_node("Equal", ["n", "one"], ["is_one"]), inner], "b", [],
+                          [h.make_tensor_value_info("r", TensorProto.FLOAT, None)])
+    outer = h.make_node("If", ["yes"], ["y"], name="outer", then_branch=branch, else_branch=branch)
+    graph = h.make_graph(
+        [outer], "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [2]), h.make_tensor_value_info("n", TensorProto.INT64, [])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[one, h.make_tensor("yes", TensorProto.BOOL, [], [True])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    assert parameter_inputs(model, {"outer"}) == ["n"]
+    rep = OnnxBackend.prepare(model)
+    assert rep.specialized_on == ["n"]
+    x = np.array([1, 2], np.float32)
+    np.testing.assert_array_equal(rep.run([x, np.int64(1)])[0], x)
+    np.testing.assert_array_equal(rep.run([x, np.int64(3)])[0], np.concatenate([x, x]))
