@@ -20,6 +20,9 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _contract_fma,
     _direct_loops,
     _fuse_consumers,
+    _inline_epilogue,
+    _later_blocks,
+    _vectorize_fused,
     _mark_width,
     fit_width,
 )
@@ -91,7 +94,14 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
     mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
                                                                 ("mc", mc), ("kc", kc)))
-    order, pack_b = choose("matmul.order", "ikj"), choose("matmul.pack_b", pack_default)
+    # an elementwise epilogue (bias, residual, activation) is applied per finished C panel: the
+    # order i0 j0 k0 completes the mc x nv*W panel of one j0 step while it is in L1, and the
+    # epilogue runs right after it (fuse_at "col_panel"); with i0 k0 j0 a panel is final only
+    # after the last k0 block, so consumers run per row block (mc x N, from L2)
+    epilogue = cfg.fuse_consumers and any("reduce" not in b.kinds and not b.has_init
+                                          for b in _later_blocks(kernel, blk))
+    order = choose("matmul.order", "ijk" if epilogue else "ikj")
+    pack_b = choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
 
     def main(s: Schedule) -> None:
@@ -132,9 +142,14 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
         transaction.attempt(kernel, pack)
     b = Schedule(kernel).get_block(bname)
+    fused: list[str] = []
     if cfg.fuse_consumers:
+        if choose("matmul.inline_epilogue", True):
+            _inline_epilogue(kernel, b)
         nb = len(b.bindings)
-        _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block(bname))[nb - 3])
+        at = choose("matmul.fuse_at", "col_panel" if order == "ijk" else "row_block")
+        level = nb - 2 if at == "col_panel" and order == "ijk" else nb - 3  # j0 or i0
+        fused = _fuse_consumers(kernel, b, lambda s: s.get_loops(s.get_block(bname))[level])
 
     if parallel:
         nb = len(b.bindings)
@@ -165,6 +180,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         _mark_width(s.get_loops(ib)[-1], W)
 
     transaction.attempt(kernel, init)
+    _vectorize_fused(kernel, fused, cfg.width)
     _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"})
     return True
 
