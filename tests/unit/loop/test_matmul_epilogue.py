@@ -259,3 +259,31 @@ def test_constant_index_in_a_wider_dim_is_still_refused():
     s = Schedule(m)
     with pytest.raises(ScheduleError):
         s.reverse_compute_at(s.get_block("c"), s.get_loops(s.get_block("p"))[1])
+
+
+@pytest.mark.parametrize("knobs", [{"matmul.order": "ijk", "matmul.fuse_at": "col_panel"},
+                                   {"matmul.order": "ijk", "matmul.fuse_at": "row_block"},
+                                   {"matmul.inline_epilogue": False}])
+def test_epilogue_knobs_interpreted_same_as_unscheduled(knobs):
+    """The tuner's choices: the epilogue per mc x nv*W panel of C (order ijk: fused at j0, after
+    the panel's last k0 block), per row block, or not inlined (one block per op)."""
+    from minimlir.passes.loop.schedule.default.knobs import set_assignment
+
+    text = linear(13, 9, 16, GELU_ERF, "z")
+    ins = _inputs(13, 9, 16)
+    want = H.interpret_kernels(_fused(text), None, ins)
+    m = _fused(text)
+    kernel = _kernel(m)
+    set_assignment(kernel, knobs)
+    D.schedule_module(m, D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4)))
+    n_epi = len([b for b in loop.blocks_of(kernel) if not b.block_name.data.startswith("matmul")])
+    assert n_epi == (1 if knobs.get("matmul.inline_epilogue", True) else 6)
+    if knobs.get("matmul.fuse_at") == "col_panel":
+        (epi,) = [b for b in loop.blocks_of(kernel) if not b.block_name.data.startswith("matmul")]
+        mm = next(b for b in loop.blocks_of(kernel) if b.block_name.data == "matmul")
+        j0 = loop.block_loops(mm)[2]  # batch i0 j0 k0 ...
+        assert j0.is_ancestor(epi)
+    lower_scheduled(m, 4)
+    m.verify()
+    got = H.interpret_kernels(m, None, ins)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
