@@ -287,3 +287,23 @@ def test_epilogue_knobs_interpreted_same_as_unscheduled(knobs):
     m.verify()
     got = H.interpret_kernels(m, None, ins)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_vectorized_epilogue_keeps_check_sites():
+    """Regression: loop-lower-vectors made the vector loads and stores without the scalar ones'
+    attributes, so checked mode lost the names (block, ONNX node, weight) of every access in a
+    vectorized fused epilogue and reported "argument #10" of the outlined parallel body."""
+    from minimlir.passes.mem.check_sites import annotate
+    from minimlir.passes.to_llvm._checks import site_of
+
+    m = _fused(linear(64, 32, 64, GELU_ERF, "z"))
+    annotate(m)
+    D.schedule_module(m, D.ScheduleConfig(width=8))
+    lower_scheduled(m, 8)
+    kernel = _kernel(m)
+    args = kernel.body.block.args
+    bias, out = args[2], args[-1]  # the epilogue's own accesses (not the pack / accumulator copies)
+    vec = [o for o in kernel.walk() if isinstance(o, mem.LoadOp | mem.StoreOp) and o.memref in (bias, out)
+           and "vector" in str(o.results[0].type if isinstance(o, mem.LoadOp) else o.value.type)]
+    assert len(vec) >= 2
+    assert all(site_of(o).get("buffer") for o in vec), [str(o) for o in vec if not site_of(o)][:3]

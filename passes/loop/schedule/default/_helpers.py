@@ -270,6 +270,9 @@ _EXPENSIVE = (math.ErfOp, math.TanhOp, math.ExpOp, math.LogOp, math.PowFOp, math
               arith.DivfOp)
 
 
+_INLINE_COPY_OPS = 24  # a value read several times is recomputed at each read only up to this size
+
+
 def _inline_epilogue(kernel: func.FuncOp, blk: loop.BlockOp) -> list[str]:
     """compute-inline the elementwise blocks after `blk` (its epilogue: bias, residual, GELU,
     ...) that write a kernel-local buffer read only by later elementwise blocks, first to last,
@@ -277,7 +280,8 @@ def _inline_epilogue(kernel: func.FuncOp, blk: loop.BlockOp) -> list[str]:
     output and writing the kernel's: no intermediate buffer, one loop nest to fuse and
     vectorize. A block whose value is read at several places is inlined only when it is
     cheap (no division or transcendental: recomputing `x + bias` twice costs less than a
-    buffer round trip; recomputing an erf would not). Returns the inlined block names."""
+    buffer round trip; recomputing an erf would not), and small (a chain of cheap blocks each
+    read twice would otherwise grow exponentially). Returns the inlined block names."""
     from minimlir.passes.loop.schedule.affine import reads_writes
 
     done = []
@@ -294,8 +298,9 @@ def _inline_epilogue(kernel: func.FuncOp, blk: loop.BlockOp) -> list[str]:
         if not readers or any("reduce" in r.kinds or r.has_init for r in readers):
             continue
         n_loads = sum(1 for r in readers for o in r.body.walk() if isinstance(o, mem.LoadOp) and o.memref is buf)
-        if n_loads > 1 and any(isinstance(o, _EXPENSIVE) for o in b.body.walk()):
-            continue
+        if n_loads > 1 and (any(isinstance(o, _EXPENSIVE) for o in b.body.walk())
+                            or len(list(b.body.walk())) > _INLINE_COPY_OPS):
+            continue  # recomputing it at each use would cost more than its buffer
         name = b.block_name.data
         if transaction.attempt(kernel, lambda s, name=name: s.compute_inline(s.get_block(name))):
             done.append(name)
