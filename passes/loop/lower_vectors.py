@@ -154,6 +154,7 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
             forms = [_index_form(i, vloop) for i in op.indices]
             if any(f.coeff(iv) for f in forms):  # type: ignore[union-attr]
                 new = mem.LoadOp(op.memref, list(op.indices), VectorType(op.result.type, [width]))
+                new.attributes.update(op.attributes)  # check.site (checked mode's names)
                 Rewriter.insert_op(new, InsertPoint.before(op))
                 op.result.replace_all_uses_with(new.result)
                 op.detach()
@@ -165,6 +166,7 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
             if value not in varying:
                 value = _splat(value, width, InsertPoint.before(op))
             new = mem.StoreOp(value, op.memref, list(op.indices))
+            new.attributes.update(op.attributes)
             Rewriter.insert_op(new, InsertPoint.before(op))
             op.detach()
             op.erase()

@@ -560,7 +560,7 @@ class Schedule:
         """Per iteration var of `blk`: (los, his) from the buffer box (vars that index the
         buffer) or the var's own full domain (the others), clamped to the domain."""
         name = blk.block_name.data
-        by_var = {k: (d, c) for d, (k, c) in enumerate(mapping)}
+        by_var = {k: (d, c) for d, (k, c) in enumerate(mapping) if k >= 0}  # k = -1: a unit dim read at 0
         out = []
         for k in range(len(blk.bindings)):
             dom = var_domain(blk, k)
@@ -698,7 +698,7 @@ class Schedule:
         maps = []
         for op in block_accesses(block):
             if isinstance(op, mem.LoadOp) and op.memref is buf:
-                m = identity_map(block, op.indices)
+                m = identity_map(block, op.indices, buf.type.get_shape())  # type: ignore[union-attr]
                 if m is None:
                     raise ScheduleError(
                         f"reverse-compute-at: block '{name}' must read {atom_name(buf)} at "
@@ -960,9 +960,12 @@ class Schedule:
                         if w is None:
                             break
                 r = region(b, buf, depth, (mem.LoadOp,))
+                # over the outer loops' values: a unit batch loop's variable is 0 (C[b, ...]
+                # written, C[0, ...] read)
+                outer = loop.enclosing_loops(for_op)
                 ok = w is not None and r is not None and all(
-                    all(any(leq(x, y) for y in rl) for x in wl)
-                    and all(any(leq(x, y) for x in rh) for y in wh)
+                    all(any(leq(x, y, outer) for y in rl) for x in wl)
+                    and all(any(leq(x, y, outer) for x in rh) for y in wh)
                     for wl, wh, rl, rh in zip(w.los, w.his, r.los, r.his)
                 )
                 if not ok:

@@ -266,20 +266,27 @@ def local_form(v: SSAValue, blk: loop.BlockOp) -> AffineForm | None:
 
 
 def identity_map(
-    blk: loop.BlockOp, indices: Sequence[SSAValue]
+    blk: loop.BlockOp, indices: Sequence[SSAValue], unit_shape: Sequence[int] | None = None
 ) -> list[tuple[int, int]] | None:
-    """If every index is `iter_var_k + c` (distinct k), the list of (k, c) per dim."""
+    """If every index is `iter_var_k + c` (distinct k), the list of (k, c) per dim.
+    With `unit_shape` (the accessed buffer's shape), an index that is the constant 0 in a dim of
+    static size 1 is accepted too, as the entry (-1, 0): no variable moves along that dim (the
+    legalizer's broadcast indexing, `C[0, i, j]` for a batch of 1), and its only point is 0."""
     args = list(blk.body.block.args)
     out: list[tuple[int, int]] = []
-    for idx in indices:
+    for d, idx in enumerate(indices):
         f = local_form(idx, blk)
+        if unit_shape is not None and f is not None and not f.coeffs and f.const == 0 and unit_shape[d] == 1:
+            out.append((-1, 0))
+            continue
         if f is None or len(f.coeffs) != 1:
             return None
         (atom, coeff), = f.coeffs.items()
         if coeff != 1 or atom not in args:
             return None
         out.append((args.index(atom), f.const))
-    if len({k for k, _ in out}) != len(out):
+    ks = [k for k, _ in out if k >= 0]
+    if len(set(ks)) != len(ks):
         return None
     return out
 

@@ -1,4 +1,4 @@
-// RUN: mini-opt %s -p 'graph-fuse{explain=true}' --verify-diagnostics --split-input-file | filecheck %s
+// RUN: mini-opt %s -p 'graph-fuse{explain=true max-depth=7}' --verify-diagnostics --split-input-file | filecheck %s
 // RUN: mini-opt %s -p 'graph-fuse{max-depth=3}' --split-input-file | filecheck %s --check-prefix=DEPTH3
 
 // CHECK-LABEL: func.func private @fused_matmul_exp
@@ -14,7 +14,7 @@ func.func @matmul_softmax(%x: tensor<2x8xf32>, %w: tensor<8x16xf32>) -> tensor<2
 
 // -----
 
-// Nine elementwise ops in a chain: the default max-depth (7) splits it into 7 + 2.
+// Nine elementwise ops in a chain: max-depth 7 splits it into 7 + 2.
 // CHECK-LABEL: func.func private @fused_neg_exp_tanh_abs
 // CHECK-COUNT-7: = graph.
 // CHECK-NEXT:    func.return

@@ -266,8 +266,51 @@ def _later_blocks(kernel: func.FuncOp, blk: loop.BlockOp) -> list[loop.BlockOp]:
     return blocks[blocks.index(blk) + 1:]
 
 
-def _fuse_consumers(kernel: func.FuncOp, blk: loop.BlockOp, anchor_of: Callable[[Schedule], loop.ForOp]) -> None:
-    """reverse-compute-at every later elementwise block at the anchor loop (each try atomic)."""
+_EXPENSIVE = (math.ErfOp, math.TanhOp, math.ExpOp, math.LogOp, math.PowFOp, math.SqrtOp, math.RsqrtOp,
+              arith.DivfOp)
+
+
+_INLINE_COPY_OPS = 24  # a value read several times is recomputed at each read only up to this size
+
+
+def _inline_epilogue(kernel: func.FuncOp, blk: loop.BlockOp) -> list[str]:
+    """compute-inline the elementwise blocks after `blk` (its epilogue: bias, residual, GELU,
+    ...) that write a kernel-local buffer read only by later elementwise blocks, first to last,
+    so a chain `add -> div -> erf -> add -> mul -> mul` becomes one block reading the matmul's
+    output and writing the kernel's: no intermediate buffer, one loop nest to fuse and
+    vectorize. A block whose value is read at several places is inlined only when it is
+    cheap (no division or transcendental: recomputing `x + bias` twice costs less than a
+    buffer round trip; recomputing an erf would not), and small (a chain of cheap blocks each
+    read twice would otherwise grow exponentially). Returns the inlined block names."""
+    from minimlir.passes.loop.schedule.affine import reads_writes
+
+    done = []
+    for b in _later_blocks(kernel, blk):
+        if "reduce" in b.kinds or b.has_init or b.block_name.data.startswith(blk.block_name.data):
+            continue
+        _, writes = reads_writes(b)
+        if len(writes) != 1:
+            continue
+        (buf,) = writes
+        if not isinstance(buf.owner, mem.AllocOp | mem.AllocaOp):
+            continue
+        readers = [r for r in _later_blocks(kernel, b) if buf in reads_writes(r)[0]]
+        if not readers or any("reduce" in r.kinds or r.has_init for r in readers):
+            continue
+        n_loads = sum(1 for r in readers for o in r.body.walk() if isinstance(o, mem.LoadOp) and o.memref is buf)
+        if n_loads > 1 and (any(isinstance(o, _EXPENSIVE) for o in b.body.walk())
+                            or len(list(b.body.walk())) > _INLINE_COPY_OPS):
+            continue  # recomputing it at each use would cost more than its buffer
+        name = b.block_name.data
+        if transaction.attempt(kernel, lambda s, name=name: s.compute_inline(s.get_block(name))):
+            done.append(name)
+    return done
+
+
+def _fuse_consumers(kernel: func.FuncOp, blk: loop.BlockOp, anchor_of: Callable[[Schedule], loop.ForOp]) -> list[str]:
+    """reverse-compute-at every later elementwise block at the anchor loop (each try atomic);
+    returns the names of the blocks moved."""
+    done = []
     for b in _later_blocks(kernel, blk):
         name = b.block_name.data
         if "reduce" in b.kinds or name.startswith(blk.block_name.data):
@@ -276,7 +319,25 @@ def _fuse_consumers(kernel: func.FuncOp, blk: loop.BlockOp, anchor_of: Callable[
         def go(s: Schedule, name=name):
             s.reverse_compute_at(s.get_block(name), anchor_of(s))
 
-        transaction.attempt(kernel, go)
+        if transaction.attempt(kernel, go):
+            done.append(name)
+    return done
+
+
+def _vectorize_fused(kernel: func.FuncOp, names: list[str], width: int) -> None:
+    """Vectorize the innermost loop of each fused consumer block (the generic rule skips nests
+    that already hold a parallel loop, so nothing else would), at the widest width <= `width`
+    its accesses along that loop fit."""
+    for name in names:
+        def vec(s: Schedule, name=name) -> None:
+            inner = s.get_loops(s.get_block(name))[-1]
+            w = fit_width(inner, width, along=inner)
+            if w == 0:
+                raise ScheduleError(f"vectorize fused consumer: no vector width fits '{name}'", inner)
+            s.vectorize(inner)
+            _mark_width(inner, w)
+
+        transaction.attempt(kernel, vec, marks_only=True)
 
 
 def _unique_names(kernel: func.FuncOp) -> bool:

@@ -48,6 +48,9 @@ class RuleKnobs:
     rule: str
     knobs: tuple[Knob, ...]
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] = lambda a, f: None
+    # the knobs `check` reads (None: all of them): the check runs when these are assigned, so
+    # a knob added later (absent from older traces) does not switch the check off
+    checked: tuple[str, ...] | None = None
 
     def knob(self, name: str) -> Knob:
         return next(k for k in self.knobs if k.name == name)
@@ -106,10 +109,14 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.kc", (8, 16, 32, 64, 128, 256, 512, 1024), "reduction tile"),
             Knob("matmul.order", ("ikj", "ijk"), "loop order of the cache tiles: i0 k0 j0 or i0 j0 k0"),
             Knob("matmul.pack_b", (False, True), "copy B's tile into a local buffer (cache_read)"),
+            Knob("matmul.inline_epilogue", (True, False),
+                 "inline the elementwise consumers into one epilogue block (no intermediate buffers)"),
+            Knob("matmul.fuse_at", ("row_block", "col_panel"),
+                 "where the epilogue runs: per mc x nv*W panel of C (order ijk only) or per row block"),
             Knob("matmul.clamp_rows", (True, False), "ragged row tiles read row min(i, M-1), staying in registers"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
-        ), _check_matmul),
+        ), _check_matmul, ("matmul.mr", "matmul.nv", "matmul.width", "matmul.mc")),
         RuleKnobs("conv2d", (
             Knob("conv2d.rw", tuple(range(1, 33)), "register tile: output columns"),
             Knob("conv2d.nv", (1, 2, 3, 4, 6, 8), "register tile: output channels, in vectors"),
@@ -165,7 +172,7 @@ def check_assignment(assignment: Mapping[str, Any], facts: Mapping[str, Any] | N
         by_rule.setdefault(name.split(".", 1)[0], {})[name] = v
     for rule, a in by_rule.items():
         decl = declarations()[rule]
-        if all(k.name in a for k in decl.knobs):
+        if all(n in a for n in (decl.checked if decl.checked is not None else [k.name for k in decl.knobs])):
             why = decl.check(a, facts)
             if why is not None:
                 return why
