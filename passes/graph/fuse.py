@@ -36,17 +36,29 @@ repeated blocks (ResNet bottlenecks, DenseNet layers) are legalized, scheduled a
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from minimlir.dialects import _shapes as S
 from minimlir.dialects import graph, loop
 from minimlir.passes._diagnostics import emit_error, emit_remark
+from minimlir.passes.graph._symbolic_dims import FunctionDims, is_opaque
 from minimlir.passes.graph._op_pattern import OpPattern, edge_pattern, op_pattern
 
 PRIMITIVE_ATTR = "graph.primitive"
@@ -344,15 +356,57 @@ def _body_key(prim: func.FuncOp) -> str:
     out = StringIO()
     printer = Printer(stream=out)
     printer.print_attribute(prim.function_type)
+    if prim.arg_attrs is not None:  # the arguments' dim labels (equal dims): part of the meaning
+        printer.print_attribute(prim.arg_attrs)
     for op in prim.body.block.ops:
         out.write("\n")
         printer.print_op(op)
     return out.getvalue()
 
 
+def _dim_labels(inputs: Sequence[SSAValue], fd: FunctionDims) -> ArrayAttr | None:
+    """`graph.dim_names` for the arguments of an outlined function: what the caller's symbolic
+    dims prove about its inputs' dynamic dims, as labels. Dims of one expression share a label
+    (`d0`, `d1`, … by first appearance), a dim proved constant is its number ("1"); a dim equal
+    to no other input dim gets "" (a symbol of its own), and without any label the function has
+    no argument attributes. Inside, FunctionDims (graph-infer-dims') proves the same equalities
+    from the labels (graph-legalize's broadcast plans read them: `broadcast_facts`)."""
+    exprs: list[list[S.Expr | None]] = []
+    count: dict[S.Expr, int] = {}
+    for v in inputs:
+        row: list[S.Expr | None] = []
+        if isinstance(v.type, TensorType):
+            for i, d in enumerate(v.type.get_shape()):
+                e = fd.dim(v, i) if d < 0 else None
+                if e is not None and is_opaque(e):
+                    e = None
+                row.append(e)
+                if e is not None:
+                    count[e] = count.get(e, 0) + 1
+        exprs.append(row)
+    labels: dict[S.Expr, str] = {}
+    rows: list[Attribute] = []
+    any_label = False
+    for row in exprs:
+        names = []
+        for e in row:
+            n = ""
+            if e is not None and e.value is not None:
+                n = str(e.value) if e.value >= 0 else ""
+            elif e is not None and count[e] > 1:
+                n = labels.setdefault(e, f"d{len(labels)}")
+            names.append(n)
+        if any(names):
+            any_label = True
+            rows.append(DictionaryAttr({"graph.dim_names": ArrayAttr([StringAttr(n) for n in names])}))
+        else:
+            rows.append(DictionaryAttr({}))
+    return ArrayAttr(rows) if any_label else None
+
+
 def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
              outlined: dict[str, str] | None = None,
-             order: dict[Operation, int] | None = None) -> None:
+             order: dict[Operation, int] | None = None, fd: FunctionDims | None = None) -> None:
     # `order`: op -> position, taken once before outlining (outlining keeps the relative order
     # of the remaining ops); without it each position is counted (linear per op)
     _position = order.__getitem__ if order is not None else _op_position
@@ -405,6 +459,9 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
         body.add_op(clone)
     body.add_op(func.ReturnOp(*[mapping[r] for r in outputs]))
     prim.sym_visibility = StringAttr("private")
+    labels = _dim_labels(inputs, fd) if fd is not None else None
+    if labels is not None:
+        prim.arg_attrs = labels
     prim.attributes[PRIMITIVE_ATTR] = UnitAttr()
     prim.location = ops[-1].location
     if outlined is not None:
@@ -422,6 +479,9 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
     assert block is not None and fn.parent is not None
     block.insert_op_after(call, ops[-1])
     for old, new in zip(outputs, call.res):
+        if fd is not None and isinstance(old.type, TensorType):  # later groups read the call's dims
+            for i in range(old.type.get_num_dims()):
+                fd.dims[(new, i)] = fd.dim(old, i)
         old.replace_uses_with_if(new, lambda use: use.operation not in inside)
     for op in sorted(inside, key=_position, reverse=True):
         op.detach()
@@ -498,6 +558,7 @@ class GraphFusePass(ModulePass):
             if self.explain:
                 fuser.explain()
             order = {o: k for k, o in enumerate(fn.body.block.ops)}
+            fd = FunctionDims(fn)  # the symbolic dims of the group inputs (graph-infer-dims')
             for members in sorted(groups, key=lambda ms: ms[-1].index):
-                _outline(members, fn, used_names, outlined, order)
+                _outline(members, fn, used_names, outlined, order, fd)
             _topo_sort(fn.body.block, fn)
