@@ -159,3 +159,17 @@ def test_range_with_unknown_sign_keeps_the_max():
     for a, b in ((5, 2), (2, 5), (3, 3), (0, 4)):
         (got,) = prog(x=np.zeros(a, np.float32), y=np.zeros(b, np.float32))
         np.testing.assert_array_equal(got, np.arange(b, a, dtype=np.float32))
+
+
+def test_fused_kernel_shares_the_proved_dims():
+    """loop-fuse gives equal dims one Index (and a dim proved 1 the constant): every nest of the
+    fused scores kernel (matmul, scale, mask where, add) runs over the same three `mem.dim`s (batch,
+    seq, past+seq), and the matmul's batch dims, proved equal, are read unclamped (no min(b, B-1))."""
+    module = import_onnx(_mask_model())[0]
+    lower(module, "graph-strength-reduce,graph-infer-dims,graph-fuse,graph-legalize,loop-fuse")
+    kernels = [k for k in re.split(r"(?=func\.func )", str(module)) if 'loop.block "matmul"' in k]
+    assert len(kernels) == 1
+    (k,) = kernels
+    assert re.findall(r'loop\.block "(\w+)"', k) == ["matmul", "mul", "where", "add"]
+    assert k.count("mem.dim") == 3, k
+    assert "arith.minsi" not in k, k
