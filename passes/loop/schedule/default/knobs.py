@@ -107,6 +107,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.order", ("ikj", "ijk"), "loop order of the cache tiles: i0 k0 j0 or i0 j0 k0"),
             Knob("matmul.pack_b", (False, True), "copy B's tile into a local buffer (cache_read)"),
             Knob("matmul.clamp_rows", (True, False), "ragged row tiles read row min(i, M-1), staying in registers"),
+            Knob("matmul.row_version", (True, False),
+                 "dynamic M: a ragged row tile runs one row at a time (a run-time branch), not mr clamped rows"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
         ), _check_matmul),
