@@ -55,10 +55,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from minimlir.dialects import _shapes as S
 from minimlir.dialects import graph, loop
 from minimlir.passes._diagnostics import emit_error, emit_remark
-from minimlir.passes.graph._symbolic_dims import FunctionDims, is_opaque
 from minimlir.passes.graph._op_pattern import OpPattern, edge_pattern, op_pattern
 
 PRIMITIVE_ATTR = "graph.primitive"
@@ -364,35 +362,63 @@ def _body_key(prim: func.FuncOp) -> str:
     return out.getvalue()
 
 
-def _dim_labels(inputs: Sequence[SSAValue], fd: FunctionDims) -> ArrayAttr | None:
+class _DimTexts:
+    """The symbolic dims graph-infer-dims wrote into a function (`graph.dims` on ops, one string
+    per `?`, "?" where opaque; `graph.dim_names` on the arguments): (value, dim) -> its text.
+    Equal texts are equal expressions (they are printed from interned expressions). Without
+    graph-infer-dims there are none, and graph-fuse labels nothing."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.text: dict[tuple[SSAValue, int], str] = {}
+        attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+        for k, a in enumerate(fn.body.block.args):
+            d = attrs[k].data if k < len(attrs) else {}
+            names = d.get("graph.dim_names")
+            if isinstance(a.type, TensorType) and isinstance(names, ArrayAttr):
+                for i, (s, n) in enumerate(zip(a.type.get_shape(), names.data)):
+                    if s < 0 and isinstance(n, StringAttr) and n.data:
+                        self.text[(a, i)] = n.data
+        for op in fn.body.block.ops:
+            dims = op.attributes.get("graph.dims")
+            if not isinstance(dims, ArrayAttr):
+                continue
+            it = iter(dims.data)
+            for r in op.results:
+                if isinstance(r.type, TensorType):
+                    for i, s in enumerate(r.type.get_shape()):
+                        if s < 0:
+                            e = next(it, None)
+                            if isinstance(e, StringAttr) and e.data != "?":
+                                self.text[(r, i)] = e.data
+
+
+def _dim_labels(inputs: Sequence[SSAValue], dims: _DimTexts) -> ArrayAttr | None:
     """`graph.dim_names` for the arguments of an outlined function: what the caller's symbolic
-    dims prove about its inputs' dynamic dims, as labels. Dims of one expression share a label
-    (`d0`, `d1`, … by first appearance), a dim proved constant is its number ("1"); a dim equal
-    to no other input dim gets "" (a symbol of its own), and without any label the function has
-    no argument attributes. Inside, FunctionDims (graph-infer-dims') proves the same equalities
-    from the labels (graph-legalize's broadcast plans read them: `broadcast_facts`)."""
-    exprs: list[list[S.Expr | None]] = []
-    count: dict[S.Expr, int] = {}
+    dims (graph-infer-dims') prove about its inputs' dynamic dims, as labels. Dims of one
+    expression share a label (`d0`, `d1`, … by first appearance), a dim proved constant is its
+    number ("1"); a dim equal to no other input dim gets "" (a symbol of its own), and without
+    any label the function has no argument attributes. Inside, FunctionDims then proves the same
+    equalities from the labels (graph-legalize's broadcast plans and loop-fuse read them)."""
+    texts: list[list[str | None]] = []
+    count: dict[str, int] = {}
     for v in inputs:
-        row: list[S.Expr | None] = []
+        row: list[str | None] = []
         if isinstance(v.type, TensorType):
             for i, d in enumerate(v.type.get_shape()):
-                e = fd.dim(v, i) if d < 0 else None
-                if e is not None and is_opaque(e):
-                    e = None
+                e = dims.text.get((v, i)) if d < 0 else None
                 row.append(e)
                 if e is not None:
                     count[e] = count.get(e, 0) + 1
-        exprs.append(row)
-    labels: dict[S.Expr, str] = {}
+        texts.append(row)
+    labels: dict[str, str] = {}
     rows: list[Attribute] = []
     any_label = False
-    for row in exprs:
+    for row in texts:
         names = []
         for e in row:
             n = ""
-            if e is not None and e.value is not None:
-                n = str(e.value) if e.value >= 0 else ""
+            if e is not None and e.isdigit():
+                n = e
             elif e is not None and count[e] > 1:
                 n = labels.setdefault(e, f"d{len(labels)}")
             names.append(n)
@@ -406,7 +432,7 @@ def _dim_labels(inputs: Sequence[SSAValue], fd: FunctionDims) -> ArrayAttr | Non
 
 def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
              outlined: dict[str, str] | None = None,
-             order: dict[Operation, int] | None = None, fd: FunctionDims | None = None) -> None:
+             order: dict[Operation, int] | None = None, fd: _DimTexts | None = None) -> None:
     # `order`: op -> position, taken once before outlining (outlining keeps the relative order
     # of the remaining ops); without it each position is counted (linear per op)
     _position = order.__getitem__ if order is not None else _op_position
@@ -481,7 +507,8 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
     for old, new in zip(outputs, call.res):
         if fd is not None and isinstance(old.type, TensorType):  # later groups read the call's dims
             for i in range(old.type.get_num_dims()):
-                fd.dims[(new, i)] = fd.dim(old, i)
+                if (old, i) in fd.text:
+                    fd.text[(new, i)] = fd.text[(old, i)]
         old.replace_uses_with_if(new, lambda use: use.operation not in inside)
     for op in sorted(inside, key=_position, reverse=True):
         op.detach()
@@ -558,7 +585,7 @@ class GraphFusePass(ModulePass):
             if self.explain:
                 fuser.explain()
             order = {o: k for k, o in enumerate(fn.body.block.ops)}
-            fd = FunctionDims(fn)  # the symbolic dims of the group inputs (graph-infer-dims')
+            fd = _DimTexts(fn)  # the symbolic dims of the group inputs (graph-infer-dims')
             for members in sorted(groups, key=lambda ms: ms[-1].index):
                 _outline(members, fn, used_names, outlined, order, fd)
             _topo_sort(fn.body.block, fn)
