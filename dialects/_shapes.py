@@ -285,8 +285,13 @@ def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
     if b.kind == "sum":
         if a is b:
             return const(1)
-        return None
-    kb, atoms_b = _split_coeff(b)
+        terms_b, c_b = _as_poly(b)
+        if c_b or len(terms_b) != 1:
+            return None
+        ((t_b, kb),) = terms_b.items()  # a monomial with a coefficient: 16*batch*seq
+        atoms_b = _split_coeff(t_b)[1]
+    else:
+        kb, atoms_b = _split_coeff(b)
     if kb == 0:
         return None
     terms, c = _as_poly(a)

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
@@ -106,13 +108,21 @@ class FunctionDims:
         self.block = f.body.block
         self.dims: dict[tuple[SSAValue, int], S.Expr] = {}
         self.values: dict[SSAValue, S.Expr] = {}
+        # the elements (row-major) of small static integer tensors whose values follow from dims:
+        # shape tensors (graph.from_dims, constants, and the gather / where / add / concat /
+        # reshape an exporter computes shapes with), so a range's length or a broadcast_to's
+        # dims read from them are expressions, not opaque symbols
+        self.elems: dict[SSAValue, list[S.Expr]] = {}
         self.checks: list[DimCheck] = []
         self._check_keys: set[tuple] = set()
         self.symbol_source: dict[str, tuple[BlockArgument, int]] = {}
         self._opaque = 0
+        primitive = "graph.primitive" in f.attributes  # only called by its caller, which proved its labels
         for arg, names in zip(self.block.args, arg_dim_names(f)):
             for i, n in enumerate(names):
-                if n:
+                if n.isdigit() and primitive:  # a dim the caller proved constant (graph-fuse's labels)
+                    self.dims[(arg, i)] = S.const(int(n))
+                elif n:
                     self.dims[(arg, i)] = S.sym(n)
                     self.symbol_source.setdefault(n, (arg, i))
         for op in self.block.ops:
@@ -180,6 +190,13 @@ class FunctionDims:
         }.get(type(op))
         if binary is not None and isinstance(v.type, IndexType):
             return binary(self.expr(op.operands[0]), self.expr(op.operands[1]))
+        if isinstance(op, arith.IndexCastOp) and isinstance(v.type, IndexType):
+            src = op.operands[0]
+            ex = src.owner
+            if isinstance(ex, graph.ExtractOp) and ex.parent is self.block:
+                got = self.elems.get(ex.input)
+                if got is not None and len(got) == 1:
+                    return got[0]
         return self.fresh()
 
     # -- inference --------------------------------------------------------------------------
@@ -193,6 +210,12 @@ class FunctionDims:
                         self.dims[(r, i)] = next(it, None) or self.fresh()
 
     def _infer(self, op: Operation) -> None:
+        self._track_elems(op)
+        if isinstance(op, graph.RangeOp):
+            n = self._range_length(op)
+            if n is not None:
+                self._set(op.results, [n])
+                return
         dynamic = any(isinstance(r.type, TensorType) and any(d < 0 for d in r.type.get_shape())
                       for r in op.results)
         if isinstance(op, graph.CallKernelOp | graph.BroadcastToOp):
@@ -219,6 +242,138 @@ class FunctionDims:
                 exprs = []
             g.discard_scratch()
         self._set(op.results, exprs)
+
+
+    # -- small integer tensors with known elements -------------------------------------------
+
+    _MAX_ELEMS = 16
+
+    def nonneg(self, e: S.Expr) -> bool:
+        """e >= 0 for every value of its symbols: dims of the arguments (never an opaque value
+        read from data) and constants >= 0, combined by +, *, floor/ceil division, max, min."""
+        if e.kind == "const":
+            return e.value >= 0
+        if e.kind == "sym":
+            return not is_opaque(e)
+        if e.kind == "sum":
+            return e.args[1] >= 0 and all(c >= 0 and self.nonneg(t) for t, c in e.args[0])
+        if e.kind == "prod":
+            return all(self.nonneg(f) for f in e.args)
+        if e.kind in ("fdiv", "cdiv", "max", "min"):
+            return all(self.nonneg(a) for a in e.args)
+        return False
+
+    def _elems_of(self, v: SSAValue) -> list[S.Expr] | None:
+        return self.elems.get(v)
+
+    @staticmethod
+    def _static_int(v: SSAValue) -> tuple[int, ...] | None:
+        t = v.type
+        if not isinstance(t, TensorType) or not isinstance(t.get_element_type(), IntegerType):
+            return None
+        shape = tuple(t.get_shape())
+        if any(d < 0 for d in shape):
+            return None
+        return shape
+
+    def _track_elems(self, op: Operation) -> None:
+        if len(op.results) != 1:
+            return
+        r = op.results[0]
+        shape = self._static_int(r)
+        if shape is None:
+            return
+        n = 1
+        for d in shape:
+            n *= d
+        if n > self._MAX_ELEMS:
+            return
+        got = self._compute_elems(op, shape, n)
+        if got is not None and len(got) == n:
+            self.elems[r] = got
+
+    def _compute_elems(self, op: Operation, shape: tuple[int, ...], n: int) -> list[S.Expr] | None:
+        if isinstance(op, graph.ConstantOp):
+            v = op.value
+            if isinstance(v, DenseIntOrFPElementsAttr) and isinstance(op.result.type.get_element_type(), IntegerType):
+                vals = [int(x) for x in v.get_values()]
+                if len(vals) == 1 and n != 1:  # a splat
+                    vals = vals * n
+                return [S.const(x) for x in vals]
+            return None
+        if isinstance(op, graph.FromDimsOp):
+            return [self.expr(d) for d in op.dims]
+        if isinstance(op, graph.ReshapeOp):  # same elements, row-major
+            return self._elems_of(op.input)
+        if isinstance(op, graph.GatherOp):
+            data, idx = self._elems_of(op.data), self._elems_of(op.indices)
+            dshape = self._static_int(op.data)
+            if data is None or idx is None or dshape is None or len(dshape) != 1 or op.axis.value.data != 0:
+                return None
+            out = []
+            for i in idx:
+                if i.value is None or not -len(data) <= i.value < len(data):
+                    return None
+                out.append(data[i.value % len(data)])
+            return out
+        if isinstance(op, graph.ConcatOp):
+            parts = [self._elems_of(x) for x in op.inputs]
+            if any(p is None for p in parts) or len(shape) != 1:
+                return None
+            return [e for p in parts for e in p]  # type: ignore[union-attr]
+        if isinstance(op, graph.AddOp | graph.SubOp | graph.MulOp | graph.EqOp | graph.WhereOp):
+            ins = [self._elems_of(x) for x in op.operands]
+            if any(p is None for p in ins):
+                return None
+            if any(len(p) not in (1, n) for p in ins):  # type: ignore[arg-type]
+                return None  # only scalar-against-tensor broadcasting of equal shapes
+            if any(len(p) == n and self._static_int(x) != shape for p, x in zip(ins, op.operands)):
+                return None
+            cols = [[p[k if len(p) == n else 0] for p in ins] for k in range(n)]  # type: ignore[index]
+            out = []
+            for c in cols:
+                e = self._element(op, c)
+                if e is None:
+                    return None
+                out.append(e)
+            return out
+        return None
+
+    def _element(self, op: Operation, c: list[S.Expr]) -> S.Expr | None:
+        if isinstance(op, graph.AddOp):
+            return S.add(c[0], c[1])
+        if isinstance(op, graph.SubOp):
+            return c[0] - c[1]
+        if isinstance(op, graph.MulOp):
+            return S.mul(c[0], c[1])
+        if isinstance(op, graph.EqOp):  # an i1 result: 1 or 0, when decidable
+            a, b = c
+            if a is b:
+                return S.const(1)
+            if a.value is not None and b.value is not None:
+                return S.const(int(a.value == b.value))
+            for x, y in ((a, b), (b, a)):  # a dim against a negative constant (Reshape's -1)
+                if y.value is not None and y.value < 0 and self.nonneg(x):
+                    return S.const(0)
+            return None
+        if isinstance(op, graph.WhereOp):
+            cond = c[0].value
+            if cond is None:
+                return None
+            return c[1] if cond else c[2]
+        return None
+
+    def _range_length(self, op: graph.RangeOp) -> S.Expr | None:
+        """max(ceil((limit - start) / delta), 0) for a positive constant delta, when start and limit
+        are known; written without the max where limit - start is provably >= 0."""
+        start, limit, delta = (self._elems_of(x) for x in (op.start, op.limit, op.delta))
+        if start is None or limit is None or delta is None or len(start) != 1 or len(limit) != 1 or len(delta) != 1:
+            return None
+        d = delta[0].value
+        if d is None or d <= 0:
+            return None
+        n = S.ceildiv(limit[0] - start[0], S.const(d))
+        return n if self.nonneg(limit[0] - start[0]) else S.maximum(n, S.const(0))
 
 
 _LOADED: list = []
@@ -342,6 +497,38 @@ def annotate(f: func.FuncOp) -> FunctionDims:
     elif CHECKS_ATTR in f.attributes:
         del f.attributes[CHECKS_ATTR]
     return fd
+
+
+def broadcast_facts(op: Operation, fd: FunctionDims) -> tuple[tuple[str, ...], ...]:
+    """What the symbolic dims prove about each tensor operand's dynamic dims against the first
+    result's (operand dims aligned to the right, as NumPy broadcasting): "eq" (the same expression
+    as the result dim), "one" (the constant 1), "" (nothing). graph-legalize hands them to the
+    kernel builder (`KernelBuilder.dim_facts`), whose broadcast plans then index an operand dim
+    proved equal to the result's by the iteration variable, and one proved 1 at 0, instead of a
+    stride selected at run time; they are part of the kernel's key."""
+    if not op.results or not isinstance(op.results[0].type, TensorType):
+        return ()
+    res = op.results[0]
+    rank = res.type.get_num_dims()
+    out: list[tuple[str, ...]] = []
+    for v in op.operands:
+        if not isinstance(v.type, TensorType):
+            continue
+        shape = v.type.get_shape()
+        off = rank - len(shape)
+        row = []
+        for j, d in enumerate(shape):
+            i = j + off
+            fact = ""
+            if d < 0 and 0 <= i:
+                e = fd.dim(v, j)
+                if e.value == 1:
+                    fact = "one"
+                elif not is_opaque(e) and e is fd.dim(res, i):
+                    fact = "eq"
+            row.append(fact)
+        out.append(tuple(row))
+    return tuple(out)
 
 
 def checks_of(f: func.FuncOp) -> list[dict[str, str]]:

@@ -36,12 +36,22 @@ repeated blocks (ResNet bottlenecks, DenseNet layers) are legalized, scheduled a
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -344,15 +354,85 @@ def _body_key(prim: func.FuncOp) -> str:
     out = StringIO()
     printer = Printer(stream=out)
     printer.print_attribute(prim.function_type)
+    if prim.arg_attrs is not None:  # the arguments' dim labels (equal dims): part of the meaning
+        printer.print_attribute(prim.arg_attrs)
     for op in prim.body.block.ops:
         out.write("\n")
         printer.print_op(op)
     return out.getvalue()
 
 
+class _DimTexts:
+    """The symbolic dims graph-infer-dims wrote into a function (`graph.dims` on ops, one string
+    per `?`, "?" where opaque; `graph.dim_names` on the arguments): (value, dim) -> its text.
+    Equal texts are equal expressions (they are printed from interned expressions). Without
+    graph-infer-dims there are none, and graph-fuse labels nothing."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.text: dict[tuple[SSAValue, int], str] = {}
+        attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+        for k, a in enumerate(fn.body.block.args):
+            d = attrs[k].data if k < len(attrs) else {}
+            names = d.get("graph.dim_names")
+            if isinstance(a.type, TensorType) and isinstance(names, ArrayAttr):
+                for i, (s, n) in enumerate(zip(a.type.get_shape(), names.data)):
+                    if s < 0 and isinstance(n, StringAttr) and n.data:
+                        self.text[(a, i)] = n.data
+        for op in fn.body.block.ops:
+            dims = op.attributes.get("graph.dims")
+            if not isinstance(dims, ArrayAttr):
+                continue
+            it = iter(dims.data)
+            for r in op.results:
+                if isinstance(r.type, TensorType):
+                    for i, s in enumerate(r.type.get_shape()):
+                        if s < 0:
+                            e = next(it, None)
+                            if isinstance(e, StringAttr) and e.data != "?":
+                                self.text[(r, i)] = e.data
+
+
+def _dim_labels(inputs: Sequence[SSAValue], dims: _DimTexts) -> ArrayAttr | None:
+    """`graph.dim_names` for the arguments of an outlined function: what the caller's symbolic
+    dims (graph-infer-dims') prove about its inputs' dynamic dims, as labels. Dims of one
+    expression share a label (`d0`, `d1`, … by first appearance), a dim proved constant is its
+    number ("1"); a dim equal to no other input dim gets "" (a symbol of its own), and without
+    any label the function has no argument attributes. Inside, FunctionDims then proves the same
+    equalities from the labels (graph-legalize's broadcast plans and loop-fuse read them)."""
+    texts: list[list[str | None]] = []
+    count: dict[str, int] = {}
+    for v in inputs:
+        row: list[str | None] = []
+        if isinstance(v.type, TensorType):
+            for i, d in enumerate(v.type.get_shape()):
+                e = dims.text.get((v, i)) if d < 0 else None
+                row.append(e)
+                if e is not None:
+                    count[e] = count.get(e, 0) + 1
+        texts.append(row)
+    labels: dict[str, str] = {}
+    rows: list[Attribute] = []
+    any_label = False
+    for row in texts:
+        names = []
+        for e in row:
+            n = ""
+            if e is not None and e.isdigit():
+                n = e
+            elif e is not None and count[e] > 1:
+                n = labels.setdefault(e, f"d{len(labels)}")
+            names.append(n)
+        if any(names):
+            any_label = True
+            rows.append(DictionaryAttr({"graph.dim_names": ArrayAttr([StringAttr(n) for n in names])}))
+        else:
+            rows.append(DictionaryAttr({}))
+    return ArrayAttr(rows) if any_label else None
+
+
 def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
              outlined: dict[str, str] | None = None,
-             order: dict[Operation, int] | None = None) -> None:
+             order: dict[Operation, int] | None = None, fd: _DimTexts | None = None) -> None:
     # `order`: op -> position, taken once before outlining (outlining keeps the relative order
     # of the remaining ops); without it each position is counted (linear per op)
     _position = order.__getitem__ if order is not None else _op_position
@@ -405,6 +485,9 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
         body.add_op(clone)
     body.add_op(func.ReturnOp(*[mapping[r] for r in outputs]))
     prim.sym_visibility = StringAttr("private")
+    labels = _dim_labels(inputs, fd) if fd is not None else None
+    if labels is not None:
+        prim.arg_attrs = labels
     prim.attributes[PRIMITIVE_ATTR] = UnitAttr()
     prim.location = ops[-1].location
     if outlined is not None:
@@ -422,6 +505,10 @@ def _outline(members: list[_Node], fn: func.FuncOp, used_names: set[str],
     assert block is not None and fn.parent is not None
     block.insert_op_after(call, ops[-1])
     for old, new in zip(outputs, call.res):
+        if fd is not None and isinstance(old.type, TensorType):  # later groups read the call's dims
+            for i in range(old.type.get_num_dims()):
+                if (old, i) in fd.text:
+                    fd.text[(new, i)] = fd.text[(old, i)]
         old.replace_uses_with_if(new, lambda use: use.operation not in inside)
     for op in sorted(inside, key=_position, reverse=True):
         op.detach()
@@ -501,6 +588,7 @@ class GraphFusePass(ModulePass):
             if self.explain:
                 fuser.explain()
             order = {o: k for k, o in enumerate(fn.body.block.ops)}
+            fd = _DimTexts(fn)  # the symbolic dims of the group inputs (graph-infer-dims')
             for members in sorted(groups, key=lambda ms: ms[-1].index):
-                _outline(members, fn, used_names, outlined, order)
+                _outline(members, fn, used_names, outlined, order, fd)
             _topo_sort(fn.body.block, fn)

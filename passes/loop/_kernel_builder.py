@@ -97,6 +97,10 @@ class KernelBuilder:
         self._body_ip = InsertPoint.before(ret)
         self.pool = ConstPool(entry, place=self._insert_entry)  # index constants, at the entry
         self._dims: dict[tuple[SSAValue, int], SSAValue] = {}
+        # per input: what graph-legalize proved about its dims against the first output's
+        # ("eq" / "one" / "" per dim: passes/graph/_symbolic_dims.broadcast_facts); read by the
+        # broadcast plans of passes/graph/legalize/elementwise.py
+        self.dim_facts: tuple[tuple[str, ...], ...] = ()
         self.top = Emitter(self, self._body_ip)
         self.entry = _EntryEmitter(self, self._body_ip)
 

@@ -57,6 +57,8 @@ from xdsl.traits import SymbolTable
 from minimlir.dialects import graph, loop, mem
 from minimlir.passes._diagnostics import emit_error
 from minimlir.passes.loop._kernel_builder import Index, KernelBuilder
+from minimlir.dialects import _shapes as S
+from minimlir.passes.graph._symbolic_dims import FunctionDims, is_opaque
 from minimlir.passes.graph.fuse import PRIMITIVE_ATTR, is_primitive
 
 ALLOCA_LIMIT = 64 * 1024  # bytes: larger (or dynamic) intermediates go to the heap
@@ -117,8 +119,16 @@ class _Fuser:
         self.block_names: set[str] = set()
         self.members: set[str] = set()
         self.copies: list[tuple[SSAValue, SSAValue]] = []
+        # The symbolic dims of the function's values (from graph-fuse's argument labels: the
+        # equalities its caller proved): a dim with the expression of one seen before is that
+        # Index, a dim proved constant is the constant, so the members' nests get the same bounds
+        # (what loop fusion and reverse-compute-at compare) and buffer sizes.
+        self.fd = FunctionDims(prim)
+        self.value_of: dict[SSAValue, SSAValue] = dict(zip(self.kb.inputs, block.args))
+        self.by_expr: dict[S.Expr, Index] = {}
         # A call result that is returned (once) is written straight into the output buffer.
         for k, v in enumerate(ret.arguments):
+            self.value_of.setdefault(self.kb.outputs[k], v)
             if isinstance(v.owner, graph.CallKernelOp) and v not in self.buf:
                 self.buf[v] = self.kb.outputs[k]
             else:
@@ -129,7 +139,34 @@ class _Fuser:
     def _dim(self, buffer: SSAValue, i: int) -> Index:
         if buffer in self.local_dims:
             return self.local_dims[buffer][i]
-        return self.kb.dim(buffer, i)
+        v = self.value_of.get(buffer)
+        e = self.fd.dim(v, i) if v is not None else None
+        if e is not None and not is_opaque(e):
+            if e.value is not None:
+                return e.value
+            if e in self.by_expr:
+                return self.by_expr[e]
+        d = self.kb.dim(buffer, i)
+        if e is not None and not is_opaque(e):
+            self.by_expr[e] = d
+        return d
+
+    def _unified(self, v: SSAValue, dims: list[Index]) -> list[Index]:
+        """The extents of call result v, each the Index of an equal dim seen before if any."""
+        out = list(dims)
+        for i, d in enumerate(dims):
+            if isinstance(d, int):
+                continue
+            e = self.fd.dim(v, i)
+            if is_opaque(e):
+                continue
+            if e.value is not None:
+                out[i] = e.value
+            elif e in self.by_expr:
+                out[i] = self.by_expr[e]
+            else:
+                self.by_expr[e] = d
+        return out
 
     def _index(self, v: SSAValue) -> SSAValue:
         return self.kb.top.index(self.idx[v])
@@ -181,7 +218,7 @@ class _Fuser:
         for k, r in enumerate(call.outputs):
             t = as_memref(r.type)
             if r not in self.buf:  # else: an output of the fused kernel, written in place
-                self.buf[r] = self._local(t, self._shape_of(t, call.dims, types, k))
+                self.buf[r] = self._local(t, self._unified(r, self._shape_of(t, call.dims, types, k)))
         kargs = kernel.body.block.args
         buffers = [self.buf[a] for a in call.args] + [self.buf[r] for r in call.outputs]
         mapping: dict[SSAValue, SSAValue] = dict(zip(kargs, buffers))

@@ -72,11 +72,16 @@ class GraphLegalizePass(ModulePass):
     name = "graph-legalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from minimlir.passes.graph._symbolic_dims import FunctionDims, broadcast_facts  # (imports this package)
+
         _load_legalizations()
         kernels: dict[tuple, str] = {}
         used_names = {o.sym_name.data for o in op.ops if isinstance(o, func.FuncOp)}
         graph_funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and not loop.is_kernel(f)]
         for f in graph_funcs:
+            # the symbolic dims (graph-infer-dims'; in a fused function from graph-fuse's argument
+            # labels): which operand dims equal the result's, for the broadcast plans
+            fd = FunctionDims(f) if len(f.body.blocks) == 1 else None
             for g_op in list(f.walk()):
                 op_name = _op_name(g_op)
                 if not op_name.startswith("graph.") or isinstance(g_op, KEPT):
@@ -85,6 +90,9 @@ class GraphLegalizePass(ModulePass):
                 if legalization is None:
                     emit_error(g_op, f"failed to legalize operation '{op_name}'")
                 key = legalization.kernel_key(g_op)
+                facts = broadcast_facts(g_op, fd) if fd is not None and g_op.parent is f.body.block else ()
+                if any(any(r) for r in facts):
+                    key = (*key, ("dim_facts", facts))
                 dims = GraphDims(g_op)
                 tensor_args = [v for v in g_op.operands if isinstance(v.type, TensorType)]
                 tensor_args += legalization.extra_args(g_op, dims)
@@ -100,6 +108,7 @@ class GraphLegalizePass(ModulePass):
                         [as_memref(v.type) for v in tensor_args],
                         [as_memref(r.type) for r in g_op.results],
                     )
+                    kb.dim_facts = facts
                     try:
                         legalization.build(g_op, kb)
                     except NotImplementedError as e:
@@ -115,6 +124,9 @@ class GraphLegalizePass(ModulePass):
                 call.location = g_op.location
                 Rewriter.insert_op(call, InsertPoint.before(g_op))
                 for old, new in zip(g_op.results, call.results):
+                    if fd is not None and isinstance(old.type, TensorType):  # later ops' facts
+                        for i in range(old.type.get_num_dims()):
+                            fd.dims[(new, i)] = fd.dim(old, i)
                     old.replace_all_uses_with(new)
                 g_op.detach()
                 g_op.erase()

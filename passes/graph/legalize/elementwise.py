@@ -21,7 +21,11 @@ dim *is* the result dim and the iteration variable is used. Otherwise the kernel
 selector once at entry, `%s = select(dim == 1, 0, 1)`, and reads at `%vi * %s`. That index is
 the product of an iteration variable and a symbol, so it is non-affine. We accept that for this
 rare case (`?` against `?` or against a static size) rather than emit one kernel version per
-broadcast pattern; the affine analysis then treats that access as unknown.
+broadcast pattern; the affine analysis then treats that access as unknown. Where the symbolic
+dims prove more (graph-legalize's `KernelBuilder.dim_facts`: this operand dim has the result
+dim's expression, or is the constant 1, e.g. a causal mask `batch x 1 x seq x past+seq` against
+scores `batch x 4 x seq x past+seq` in a fused function whose arguments graph-fuse labelled),
+the dim is read at the iteration variable (or at 0) and no selector is built.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ class BroadcastPlan:
         for buf in operands:
             assert isinstance(buf.type, MemRefType)
             shapes.append(buf.type.get_shape())
+        facts = self._facts(kb, operands, result)
         # plan[k][j]: ("zero",) | ("iv", i) | ("sel", i, selector)
         self.plan: list[list[tuple]] = []
         for k, (buf, shape) in enumerate(zip(operands, shapes)):
@@ -83,13 +88,30 @@ class BroadcastPlan:
             entries: list[tuple] = []
             for j, d in enumerate(shape):
                 i = j + off
-                if d == 1 or (d < 0 and out_shape[i] == 1):
+                fact = facts[k][j] if facts[k] is not None and j < len(facts[k]) else ""
+                if d == 1 or (d < 0 and out_shape[i] == 1) or (d < 0 and fact == "one"):
                     entries.append(("zero",))
-                elif d >= 0 or self._sole_provider([*shapes, *others], k, i, rank):
+                elif d >= 0 or fact == "eq" or self._sole_provider([*shapes, *others], k, i, rank):
                     entries.append(("iv", i))
                 else:
                     entries.append(("sel", i, self._selector(buf, j)))
             self.plan.append(entries)
+
+    @staticmethod
+    def _facts(kb: KernelBuilder, operands: Sequence[SSAValue], result: SSAValue) -> list:
+        """Per operand, what graph-legalize proved about its dims (`KernelBuilder.dim_facts`, see
+        passes/graph/_symbolic_dims.broadcast_facts): "eq" to the result dim, "one", or ""; None
+        for an operand that is not one of the op's own inputs against its first result."""
+        facts = getattr(kb, "dim_facts", ())
+        if not facts or not kb.outputs or result is not kb.outputs[0]:
+            return [None] * len(operands)
+        out = []
+        for buf in operands:
+            k = next((n for n, b in enumerate(kb.inputs) if b is buf), None)
+            row = facts[k] if k is not None and k < len(facts) else None
+            shape = buf.type.get_shape()  # type: ignore[attr-defined]
+            out.append(row if row is not None and len(row) == len(shape) else None)
+        return out
 
     @staticmethod
     def _sole_provider(shapes: Sequence[Sequence[int]], k: int, i: int, rank: int) -> bool:

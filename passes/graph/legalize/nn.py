@@ -105,11 +105,19 @@ class LegalizeMatMul(Legalization):
         def operand_batch(buf: SSAValue, nb: int, other: SSAValue, other_nb: int, vs, e: Emitter):
             idx: list[Index] = []
             shape, oshape = _shape(buf), _shape(other)
+            # what the symbolic dims prove (graph-legalize's broadcast_facts, operand dims
+            # right-aligned with the result's: the batch dims are aligned as here)
+            facts = kb.dim_facts[kb.inputs.index(buf)] if len(kb.dim_facts) == 2 else ()
             for p in range(nb):
                 pos = nbatch - nb + p  # right-aligned with the result batch dims
                 op_ = p - nb + other_nb
                 other_dim = oshape[op_] if op_ >= 0 else None
-                idx.append(broadcast_index(e, vs[pos], kb.dim(buf, p), need_clamp(shape[p], other_dim)))
+                fact = facts[p] if p < len(facts) else ""
+                if fact == "one":
+                    idx.append(0)
+                    continue
+                clamp = need_clamp(shape[p], other_dim) and fact != "eq"
+                idx.append(broadcast_index(e, vs[pos], kb.dim(buf, p), clamp))
             return idx
 
         def init(e: Emitter, vs: list[SSAValue]) -> None:

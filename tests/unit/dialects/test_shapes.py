@@ -95,3 +95,15 @@ def test_failed_check_names_the_input_dim_and_expression():
                    "y.dim1 = 5, which must be equal or 1")
     msg = S.failed_check(checks, [("x", ["batch", ""], (3, 3)), ("y", ["batch", ""], (3, 3))])
     assert msg is not None and "input 'x': dim 0 ('batch') is 3" in msg and "6*batch = 18" in msg
+
+
+def test_division_by_a_monomial_with_a_coefficient():
+    """A Reshape's -1 dim with a dynamic divisor: (64*batch*seq) / (16*batch*seq) is 4 (it was kept
+    as a division, and the reshape's element-count check then could not be proved, which costs
+    every call the checked path)."""
+    b, s = S.sym("batch"), S.sym("seq")
+    assert S.floordiv(b * s * 64, b * s * 16) is S.const(4)
+    assert S.ceildiv(b * s * 64 + s * 32, s * 16) is b * 4 + 2
+    assert S.floordiv(b * s * 64, s * 48).kind == "fdiv"  # 4*batch/3: inexact, kept
+    assert S.floordiv(b * s * 64 + 3, s * 16).kind == "fdiv"  # a constant term: kept
+    assert S.floordiv(b * 64, b * 16 + s).kind == "fdiv"  # a sum of two terms: kept

@@ -12,7 +12,8 @@ from minimlir.tuning.search import SearchSpace, TaskScheduler, TaskSearch, akey
 from minimlir.tuning.task import Task
 
 DEFAULTS = {"matmul.mr": 8, "matmul.nv": 2, "matmul.width": 8, "matmul.mc": 64, "matmul.kc": 256,
-            "matmul.order": "ikj", "matmul.pack_b": False, "matmul.clamp_rows": True, "matmul.unroll_rows": True, "matmul.parallel": True}
+            "matmul.order": "ikj", "matmul.pack_b": False, "matmul.clamp_rows": True, "matmul.unroll_rows": True, "matmul.parallel": True,
+            "matmul.row_version": True}
 FACTS = {"matmul.M": 64, "matmul.N": 128, "matmul.fit_width": 8}
 
 

@@ -22,6 +22,9 @@ class MatmulKnobs:
     # rule decides (on with 16 registers outside the matrix-vector path: measured 1.3-1.5x faster)
     pack_b: bool | None = None
     clamp_rows: bool = True  # ragged row tiles compute row min(i, M-1), so they stay in registers
+    # dynamic M: a run-time branch per row tile, a ragged tile (M < mr: a decode step) runs one row
+    # at a time instead of mr clamped rows (matmul._version_rows)
+    row_version: bool = True
     # static M <= small_m (a matrix-vector product, an FC layer at batch 1): mr = M and a wide,
     # short tile, so each k0 block streams small_kc rows of B sequentially, nv*W floats a visit
     small_m: int = 4

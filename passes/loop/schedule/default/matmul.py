@@ -4,6 +4,7 @@ fused consumers per row block (see the package docstring for the tiling)."""
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import StringAttr
 from xdsl.rewriter import InsertPoint
 
 from minimlir.passes.loop.schedule.default.knobs import choose, fact
@@ -100,6 +101,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     order = choose("matmul.order", "ikj")
     pack_b = choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
+    row_version = choose("matmul.row_version", k.row_version)  # used for a dynamic M only
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
@@ -170,6 +172,8 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if ragged:
         _clamp_rows(kernel, bname, ragged, m_ext)
+        if m_ext is None and row_version:
+            transaction.attempt(kernel, lambda s: _version_rows(kernel, bname, mr))
 
     def init(s: Schedule) -> None:
         ib = s.get_block(f"{bname}_init")
@@ -251,3 +255,90 @@ def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | 
         arg = blk.body.block.args[pos]
         for u in list(arg.uses):
             u.operation.operands = [clamped if v is arg else v for v in u.operation.operands]
+
+
+def _version_rows(kernel: func.FuncOp, bname: str, mr: int) -> None:
+    """A dynamic M's row tiles, chosen at run time: a tile with all mr rows left runs the mr-row
+    register tile; a ragged one (the last tile, and every tile of M < mr: a decode step's M = 1)
+    runs a copy of the tile code with one row, once per row left, instead of mr clamped rows that
+    recompute row M-1 (M = 1: 8 rows computed to keep one).
+
+        for i1 { acc_in; for k1 {tile}; acc_out }           (i2 loops: 0 to mr, unrolled)
+     ->
+        for i1 {
+          %rows = M - row0                                   (row0: the tile's first row)
+          for _ = 0 to (rows >= mr ? 1 : 0) { acc_in; for k1 {tile}; acc_out }
+          for %r = 0 to (rows >= mr ? 0 : rows) { the same with i2 = 0 to 1 and row r }
+        }
+
+    The copy uses row 0 of the same accumulator tile (the i2 index of acc stays the unit loop's
+    0, so every access keeps a constant offset) and reads row row0 + r where the tile reads
+    row0 + i2: the row index (clamped to M-1 by _clamp_rows, a no-op there) and the copies'
+    bindings. Its blocks are named `<block>_row`."""
+    from xdsl.ir import Block
+
+    from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
+    from minimlir.passes.loop.schedule.api import ScheduleError, materialize_form
+
+    s = Schedule(kernel)
+    names = [n for n in (f"{bname}_acc_in", bname, f"{bname}_acc_out")
+             if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
+    if len(names) != 3:
+        raise ScheduleError("row version: the accumulator copies are missing", kernel)
+    blocks = [s.get_block(n) for n in names]
+    i2s = [s.get_loops(b)[-3] for b in blocks]
+    i1 = i2s[0].parent_op()
+    if not isinstance(i1, loop.ForOp) or i2s[2].parent_op() is not i1:
+        raise ScheduleError("row version: acc_in and acc_out are not in one row tile loop", kernel)
+    if not all(i1.is_ancestor(l) for l in i2s) or any(const_index(l.ub) != mr for l in i2s):
+        raise ScheduleError("row version: the row tile loops are not the mr-row tiles", kernel)
+    acc = next((o.memref for o in blocks[1].body.walk() if isinstance(o, mem.StoreOp)), None)
+    if acc is None or not isinstance(acc.owner, mem.AllocaOp):
+        raise ScheduleError("row version: the tile does not accumulate in a local buffer", kernel)
+    # the tile's first row: the tile block's row binding at i2 = 0
+    blk = blocks[1]
+    pos = len(blk.bindings) - 3
+    form = affine_of(blk.bindings[pos])
+    if form is None or i2s[1].induction_var not in form.atoms or form.coeff(i2s[1].induction_var) != 1:
+        raise ScheduleError("row version: the row binding is not row0 + i2", kernel)
+    around = {l.induction_var for l in s.get_loops(blk) if l is i1 or l.is_ancestor(i1)}
+    for a in form.atoms - {i2s[1].induction_var}:
+        if isinstance(a.owner, Block) and a not in around:
+            raise ScheduleError("row version: the row depends on loops inside the row tile", kernel)
+    st = next(o for o in s.get_block(f"{bname}_acc_out").body.walk() if isinstance(o, mem.StoreOp))
+    out = st.memref
+    body = i1.body.block
+    moved = [o for o in body.ops if not isinstance(o, loop.YieldOp)]
+    ip = InsertPoint.before(moved[0])
+    row0 = materialize_form(form.substitute(i2s[1].induction_var, AffineForm.constant(0)), kernel, ip)
+    m_dim = emit(mem.DimOp(out, len(st.indices) - 2), ip)
+    rows = emit(arith.SubiOp(m_dim, row0), ip)
+    full = emit(arith.CmpiOp(rows, iconst(kernel, mr), "sge"), ip)
+    zero, one = iconst(kernel, 0), iconst(kernel, 1)
+    n_full = emit(arith.SelectOp(full, one, zero), ip)
+    n_part = emit(arith.SelectOp(full, zero, rows), ip)
+    tile = loop.ForOp(zero, n_full, one)
+    for o in moved:
+        o.detach()
+        tile.body.block.insert_op_before(o, tile.body.block.last_op)
+    body.insert_op_before(tile, body.last_op)
+    part = tile.clone()
+    part.operands = [zero, n_part, one]
+    body.insert_op_before(part, body.last_op)
+    # pair the clone's ops with the originals (same structure, same walk order)
+    pairs = dict(zip(tile.walk(), part.walk()))
+    r = part.induction_var
+    for l in i2s:
+        c = pairs[l]
+        assert isinstance(c, loop.ForOp)
+        iv = c.induction_var
+        for use in list(iv.uses):
+            o = use.operation
+            keep = isinstance(o, mem.LoadOp | mem.StoreOp) and o.memref is acc and (
+                use.index == (1 if isinstance(o, mem.LoadOp) else 2))  # acc's row index: the unit loop's 0
+            if not keep:
+                o.operands = [r if (k == use.index) else v for k, v in enumerate(o.operands)]
+        c.operands = [c.lb, one, c.step]
+    for b in part.walk():
+        if isinstance(b, loop.BlockOp):
+            b.block_name = StringAttr(b.block_name.data + "_row")
