@@ -13,9 +13,10 @@ else the number of cores). It is process-wide:
     parallel.set_num_threads(2)        # or MINIMLIR_NUM_THREADS=2 in the environment
     parallel.get_num_threads()         # the count the next parallel loop will use
 
-Idle workers wait passively (OMP_WAIT_POLICY=passive when libgomp is loaded, unless the user set
-OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's default spinning takes the cores from the next
-region's threads whenever anything else runs (runtime/_gomp.py has the numbers).
+Idle workers spin briefly, then sleep (GOMP_SPINCOUNT=runtime._gomp.DEFAULT_SPINCOUNT when libgomp
+is loaded, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's default spinning
+takes the cores from the next region's threads whenever anything else runs, and sleeping at once
+makes every region pay a wake-up (runtime/_gomp.py has the numbers).
 
 If libgomp cannot be loaded, `available()` is False (with a one-time warning) and the parallel
 lowering leaves the loops serial.
@@ -50,7 +51,7 @@ def _libgomp() -> ctypes.CDLL | None:
         names.insert(0, found)
     for name in names:
         try:
-            with _gomp.loading():  # passive waiting unless the user set a policy (runtime/_gomp.py)
+            with _gomp.loading():  # a short spin unless the user set a policy (runtime/_gomp.py)
                 lib = ctypes.CDLL(name)
         except OSError:
             continue

@@ -145,7 +145,7 @@ class Model:
             raise LoadError(f"{path}: the weights are {'embedded' if pmeta['mode'] == 'embed' else 'absent'}; "
                             f"params= is not used")
         try:
-            with _gomp.loading():  # the .so needs libgomp: passive waiting unless the user set a policy
+            with _gomp.loading():  # the .so needs libgomp: a short spin unless the user set a policy
                 self._lib = ctypes.CDLL(str(path.resolve()))
         except OSError as e:
             raise ArtifactFormatError(f"{path}: cannot load the shared object: {e}") from None
