@@ -10,6 +10,9 @@ Every `llvm.call @body(%lo, %hi, %step, %args…)` to a function listed in the m
     %nt  = llvm.load @minimlir_num_threads : i32    (0: libgomp's default thread count)
     llvm.call @GOMP_parallel(%fn, %ctx, %nt, 0)     (returns when every thread is done)
 
+(when %nt is 1 the body is called directly over the whole range instead: one thread gains nothing
+from libgomp, whose team set-up costs ~260 ns a region)
+
 (with a body in the module's `loop.parallel_min_iters`, the parallel work threshold of
 passes/loop/schedule/default/threshold.py: %nt = 1 when ceildiv(hi - lo, step) is below it, so
 libgomp runs the body on the calling thread without waking the pool)
@@ -131,10 +134,6 @@ def _dispatch(call: llvm.CallOp, tramp: str, min_iters: int | None = None) -> No
     Rewriter.insert_op([size, alloca], InsertPoint.at_start(entry))
     ctx = alloca.results[0]
     b = _B(InsertPoint.before(call))
-    for k, v in enumerate(call.args):
-        p = ctx if k == 0 else b(llvm.GEPOp.from_mixed_indices(ctx, [k], i64))
-        b(llvm.StoreOp(v, p, alignment=8))
-    fptr = b(llvm.AddressOfOp(tramp, PTR))
     ntp = b(llvm.AddressOfOp(NUM_THREADS_SYMBOL, PTR))
     nt = b(llvm.LoadOp(ntp, i32, alignment=4))
     if min_iters is not None:  # too few iterations to pay for fork-join: one thread, the caller's
@@ -143,9 +142,28 @@ def _dispatch(call: llvm.CallOp, tramp: str, min_iters: int | None = None) -> No
         slt = IntegerAttr(llvm.ICmpPredicateFlag("slt").to_int(), i64)
         small = b(llvm.ICmpOp(n, b.const(min_iters), slt))
         nt = b(ext.SelectOp(small, b.const(1, i32), nt))
-    b(llvm.CallOp("GOMP_parallel", fptr, ctx, nt, b.const(0, i32)))
+    # One thread (set_num_threads(1), or below the work threshold): call the body over the whole
+    # range directly. GOMP_parallel with one thread still builds a team (~260 ns a call), which
+    # a decode step of a small model would pay a hundred times.
+    eq = IntegerAttr(llvm.ICmpPredicateFlag("eq").to_int(), i64)
+    serial_now = b(llvm.ICmpOp(nt, b.const(1, i32), eq))
+    block = call.parent_block()
+    region = block.parent
+    cont = block.split_before(call)
+    serial, par = Block(), Block()
+    region.insert_block_before(serial, cont)
+    region.insert_block_before(par, cont)
+    block.add_op(llvm.CondBrOp(serial_now, serial, [], par, []))
     call.detach()
-    call.erase()
+    serial.add_op(call)
+    serial.add_op(llvm.BrOp(cont))
+    pb = _B(InsertPoint.at_end(par))
+    for k, v in enumerate(call.args):
+        p = ctx if k == 0 else pb(llvm.GEPOp.from_mixed_indices(ctx, [k], i64))
+        pb(llvm.StoreOp(v, p, alignment=8))
+    fptr = pb(llvm.AddressOfOp(tramp, PTR))
+    pb(llvm.CallOp("GOMP_parallel", fptr, ctx, nt, pb.const(0, i32)))
+    pb(llvm.BrOp(cont))
     del eb
 
 

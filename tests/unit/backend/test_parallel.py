@@ -139,6 +139,29 @@ def test_llvm_level_dispatch_uses_gomp():
     assert PARALLEL_BODIES_ATTR not in m.attributes
 
 
+@needs_native
+@needs_gomp
+def test_one_thread_calls_the_body_directly():
+    """With one thread (set_num_threads(1), or a loop below the work threshold) the kernel calls
+    the outlined body over the whole range itself: GOMP_parallel with one thread still builds a
+    team, ~260 ns a region, which a decode step of a small model pays a hundred times."""
+    import re
+
+    from minimlir.backend.runtime import _context, run_pipeline
+    from xdsl.parser import Parser
+
+    ctx = _context()
+    m = Parser(ctx, MATMUL).parse_module()
+    run_pipeline(m, "compile", ctx)
+    text = str(m)
+    bodies = set(re.findall(r"llvm.func internal @(\w+)_omp\(", text))
+    assert bodies
+    for body in bodies:
+        assert re.search(rf"llvm.call @{body}\(", text), f"no direct call of {body}"
+    assert re.search(r"llvm.icmp \"eq\" %\S+, %\S+ : i32", text)
+    assert "llvm.cond_br" in text
+
+
 def test_set_num_threads_rejects_negative():
     with pytest.raises(ValueError, match="num_threads must be >= 0"):
         parallel.set_num_threads(-1)
