@@ -376,6 +376,20 @@ class Schedule:
                     return None
             return box
 
+        # A loop that runs a reduction of the first loop's blocks: the second loop's iteration
+        # would read a partial result (a softmax's max before the row is done).
+        reducing = [x for x in blocks_a if any(
+            k == "reduce" and (f := affine_of(bnd)) is not None and f.coeff(iv_a)
+            for bnd, k in zip(x.bindings, x.kinds))]
+        if reducing:
+            red_writes = set().union(*(reads_writes(x)[1] for x in reducing))
+            for blk, (reads, _) in zip(blocks_b, rw_b):
+                if reads & red_writes:
+                    raise ScheduleError(
+                        f"fuse: loop {loop_name(a)} runs the reduction of block "
+                        f"'{reducing[0].block_name.data}'; block '{blk.block_name.data}' of the second "
+                        "loop would read its partial result", blk,
+                    )
         for blk, (reads, writes) in zip(blocks_b, rw_b):
             for buf in writes & touched_a:
                 raise ScheduleError(

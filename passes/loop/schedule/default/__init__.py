@@ -44,7 +44,9 @@ attempt back in transaction.py, shared helpers in _helpers.py. A new rule is a n
     init hoisted, co parallel; anything else: generic.
   * first, in every kernel: copy blocks (broadcast, transpose: loads and a store only) whose
     buffer is kernel-local and read only by reduction-free blocks are inlined (inline_copies).
-  * anything else: parallelize the outermost loop that legally can be (per top-level nest),
+  * anything else: the elementwise blocks writing kernel-local buffers read only by elementwise
+    blocks are compute-inlined into their readers (inline_elementwise: a fused GELU chain becomes
+    one block, no intermediate buffers), then parallelize the outermost loop that legally can be (per top-level nest),
     vectorize the innermost loop when legal (and long enough).
 
 Parallel loops get a step constant of their own (_private_parallel_steps: loop-outline-parallel
@@ -61,8 +63,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop
-from minimlir.passes.loop.schedule.default.knobs import knob_scope
-from minimlir.passes.loop.schedule.default._helpers import VECTOR_WIDTH_ATTR, _unique_names, fit_width
+from minimlir.passes.loop.schedule.default.knobs import choose, knob_scope
+from minimlir.passes.loop.schedule.default._helpers import (
+    VECTOR_WIDTH_ATTR,
+    _unique_names,
+    fit_width,
+    inline_elementwise,
+)
 from minimlir.passes.loop.schedule.default.config import (
     ConvKnobs,
     GenericKnobs,
@@ -74,6 +81,8 @@ from minimlir.passes.loop.schedule.default.conv2d import schedule_conv2d
 from minimlir.passes.loop.schedule.default.copies import inline_copies
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 from minimlir.passes.loop.schedule.default.matmul import schedule_matmul
+from minimlir.passes.loop.schedule.default.rows import fuse_rows
+from minimlir.passes.loop.schedule.default.reductions import mark_reassociable_reductions
 from minimlir.passes.loop.schedule.default.threshold import apply_parallel_threshold
 from minimlir.passes.loop.schedule.default.transaction import REFUSALS
 
@@ -105,7 +114,13 @@ def schedule_kernel(kernel: func.FuncOp, cfg: ScheduleConfig) -> str:
                     rule_name = rule.__name__.removeprefix("schedule_")
                     break
             else:
+                if choose("generic.inline_elementwise", cfg.generic.inline_elementwise):
+                    inline_elementwise(kernel)
+                if choose("generic.fuse_rows", cfg.generic.fuse_rows):
+                    fuse_rows(kernel)  # sibling nests run row by row (rows.py)
                 _schedule_rest(kernel, cfg)
+        if choose("generic.reassoc_reductions", cfg.generic.reassoc_reductions):
+            mark_reassociable_reductions(kernel)  # row reductions LLVM may vectorize (reductions.py)
         apply_parallel_threshold(kernel)  # small parallel loops run serially (threshold.py)
         trace.rule = rule_name
     _private_parallel_steps(kernel)

@@ -278,15 +278,30 @@ def _inline_epilogue(kernel: func.FuncOp, blk: loop.BlockOp) -> list[str]:
     ...) that write a kernel-local buffer read only by later elementwise blocks, first to last,
     so a chain `add -> div -> erf -> add -> mul -> mul` becomes one block reading the matmul's
     output and writing the kernel's: no intermediate buffer, one loop nest to fuse and
-    vectorize. A block whose value is read at several places is inlined only when it is
-    cheap (no division or transcendental: recomputing `x + bias` twice costs less than a
-    buffer round trip; recomputing an erf would not), and small (a chain of cheap blocks each
-    read twice would otherwise grow exponentially). Returns the inlined block names."""
+    vectorize (inline_elementwise's rules). Returns the inlined block names."""
+    prefix = blk.block_name.data
+    return inline_elementwise(
+        kernel, [b for b in _later_blocks(kernel, blk) if not b.block_name.data.startswith(prefix)])
+
+
+def inline_elementwise(kernel: func.FuncOp, candidates: list[loop.BlockOp] | None = None) -> list[str]:
+    """compute-inline each of `candidates` (default: every block of the kernel), first to last,
+    that is elementwise (no reduction, no init) and writes a kernel-local buffer read only by
+    later elementwise blocks: a fused chain `mul -> mul -> add -> tanh -> add -> mul` (GPT-2's
+    GELU) becomes one block reading the kernel's inputs and writing its output, with no
+    intermediate buffer (and no heap allocation per call when the dims are dynamic). A block
+    whose value is read at several places is inlined only when it is cheap (no division or
+    transcendental: recomputing `x + bias` twice costs less than a buffer round trip;
+    recomputing an erf would not), and small (a chain of cheap blocks each read twice would
+    otherwise grow exponentially). Returns the inlined block names."""
     from minimlir.passes.loop.schedule.affine import reads_writes
 
     done = []
-    for b in _later_blocks(kernel, blk):
-        if "reduce" in b.kinds or b.has_init or b.block_name.data.startswith(blk.block_name.data):
+    # by name: a refused attempt restores a clone of the kernel body, so blocks are looked up afresh
+    names = [b.block_name.data for b in (loop.blocks_of(kernel) if candidates is None else candidates)]
+    for want in names:
+        b = next((x for x in loop.blocks_of(kernel) if x.block_name.data == want), None)
+        if b is None or "reduce" in b.kinds or b.has_init:
             continue
         _, writes = reads_writes(b)
         if len(writes) != 1:

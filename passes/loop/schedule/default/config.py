@@ -51,6 +51,9 @@ class GenericKnobs:
     parallel: bool = True
     vectorize: bool = True
     min_vector_extent: int = 8  # static innermost extents below this stay scalar
+    inline_elementwise: bool = True  # compute-inline elementwise chains (no intermediate buffers)
+    fuse_rows: bool = False  # fuse sibling nests level by level (a tuner's choice: slower on softmax rows)
+    reassoc_reductions: bool = True  # innermost row reductions may be reassociated (vectorized)
 
 
 @dataclass(frozen=True)

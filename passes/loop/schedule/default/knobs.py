@@ -134,6 +134,12 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("generic.parallel", (True, False), "parallelize the outermost legal loop"),
             Knob("generic.width", widths, "f32 lanes of a vector"),
             Knob("generic.min_vector_extent", (4, 8, 16, 32), "static innermost extents below stay scalar"),
+            Knob("generic.inline_elementwise", (True, False),
+                 "compute-inline elementwise chains into their readers (no intermediate buffers)"),
+            Knob("generic.fuse_rows", (True, False),
+                 "fuse adjacent sibling nests level by level (a softmax's phases row by row)"),
+            Knob("generic.reassoc_reductions", (True, False),
+                 "let LLVM vectorize reductions along the innermost loop (reassociated combine)"),
         )),
         RuleKnobs("parallel", (
             Knob("parallel.min_work", (32768, 0, 4096, 16384, 65536, 131072, 262144, 1048576),
