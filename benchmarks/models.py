@@ -7,8 +7,10 @@ Per model and thread count, in a subprocess of its own (`--timeout`, so one fail
 minimlir compiles it (`num_threads=T`; the JIT disk cache is off unless --cache, so the compile time is
 the cold one), onnxruntime opens it (CPUExecutionProvider, `intra_op_num_threads=T`, default graph
 optimizations), both outputs are compared, then the two run interleaved (ours, theirs, ours, ...)
---runs times after a warm-up, each timed run after an untimed one of the same side (the other side's
-idle pool threads may still spin: onnxruntime's do by default). Printed per row: compile time, the
+--runs times after a warm-up, each timed run after a pause of --settle seconds and an untimed run of
+the same side: the other side's idle pool threads keep spinning (onnxruntime's by default), and
+on a 2-vCPU VM a 2-thread run right after the other engine's took up to 3.5x its time (BERT: 52
+against 14 ms; still 26 ms after a 30 ms pause, unaffected after 100 ms). Printed per row: compile time, the
 median latency of each, the ratio ours / onnxruntime (lower is better; 1.0 = as fast) and the max
 abs difference; per thread count the geometric mean of the ratios and the worst model; with several
 thread counts, each side's speedup from the first to the last count (T1 ms / Tn ms). The load
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conformance import LIGHT_MODELS, light_input, onnx_data_dir  # noqa: E402
 
 
-def measure(name: str, runs: int, threads: int, cache: bool) -> dict:
+def measure(name: str, runs: int, threads: int, cache: bool, settle: float = 0.1) -> dict:
     import onnx
     import onnxruntime as ort
 
@@ -58,6 +60,7 @@ def measure(name: str, runs: int, threads: int, cache: bool) -> dict:
     wall: dict[str, list[float]] = {"ours": [], "ort": []}
     for _ in range(runs):  # interleaved, so a burst of load hits both sides alike
         for side, fn in (("ours", lambda: m(x)), ("ort", lambda: session.run(None, {in_name: x}))):
+            time.sleep(settle)  # let the other side's pool go idle (see the docstring)
             fn()  # untimed first (see the docstring)
             t = time.perf_counter()
             fn()
@@ -79,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", default="1", help="comma-separated thread counts, e.g. 1,2 (default 1)")
     p.add_argument("--cache", action="store_true", help="use the JIT disk cache (warm compile time)")
     p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--settle", type=float, default=0.1,
+                   help="seconds of pause before each side's runs (the other side's pool goes idle)")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # worker: measure one model, print JSON
     args = p.parse_args(argv)
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --threads wants positive integers like 1,2, not {args.threads!r}", file=sys.stderr)
         return 1
     if args.one:
-        print(json.dumps(measure(args.one, args.runs, threads[0], args.cache)))
+        print(json.dumps(measure(args.one, args.runs, threads[0], args.cache, args.settle)))
         return 0
     import re
 
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         for name in models:
             cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--runs", str(args.runs),
-                   "--threads", str(t)] + (["--cache"] if args.cache else [])
+                   "--threads", str(t), "--settle", str(args.settle)] + (["--cache"] if args.cache else [])
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
                 lines = proc.stdout.strip().splitlines()

@@ -16,7 +16,8 @@ tanh approximation with Pow(x, 3) (ViT).
 Per model and thread count: minimlir compiles it (`num_threads=T`, disk cache off unless --cache),
 the output is checked against onnxruntime (`intra_op_num_threads=T`, default graph optimizations), then
 the two run interleaved (ours, theirs, ours, ...) --runs times after a warm-up, each timed run
-after an untimed one of the same side (so the other side's spinning pool threads are idle again). Printed: the median
+after a pause of --settle seconds and an untimed run of the same side (so the other side's
+spinning pool threads are idle again). Printed: the median
 latency of each, the ratio ours / onnxruntime (lower is better), and the median process CPU time per
 run (all threads; on a loaded machine wall time alone can mislead). The load average is printed too.
 Exit code 1 when an output differs from onnxruntime beyond --atol/--rtol.
@@ -202,9 +203,11 @@ def measure(name: str, threads: int, runs: int, cache: bool, save: str | None) -
     cpu: dict[str, list[float]] = {"ours": [], "ort": []}
     for _ in range(runs):  # interleaved, so a burst of load hits both sides alike
         for side, fn in (("ours", lambda: ours(*args)), ("ort", lambda: sess.run(None, feeds))):
-            # an untimed run first: the other side's idle pool threads keep spinning for a while
-            # after its run (onnxruntime's by default), and with T threads on T cores they would
-            # take this side's cores and count in its process CPU time
+            # a pause and an untimed run first: the other side's idle pool threads keep spinning
+            # for a while after its run (onnxruntime's by default), and with T threads on T cores
+            # they would take this side's cores and count in its process CPU time (2 threads, BERT:
+            # 52 ms right after onnxruntime's run, 26 ms after a 30 ms pause, 14 ms after 100 ms)
+            time.sleep(ARGS.settle)
             fn()
             c, t = time.process_time(), time.perf_counter()
             fn()
@@ -227,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default=None, help="comma-separated subset of: " + ", ".join(MODELS))
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--runs", type=int, default=20, help="timed runs per side (interleaved)")
+    p.add_argument("--settle", type=float, default=0.1,
+                   help="seconds of pause before each side's runs (the other side's pool goes idle)")
     p.add_argument("--cache", action="store_true", help="use the JIT disk cache")
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--atol", type=float, default=1e-3)
