@@ -197,6 +197,12 @@ class NativeFunction:
             self._plan = [_arg_plan(a) for a in meta["args"]]
             self._out_plan = [_arg_plan(r) for r in self.results]
         self._param_cache: tuple[Any, list[Any], list[np.ndarray]] | None = None
+        # the result slots (entry ABI): per result its data pointer then its dims
+        offsets = [0]
+        for r in self.results:
+            offsets.append(offsets[-1] + 1 + len(r["shape"]))
+        self._slot_layout = (offsets, ctypes.c_int64 * max(offsets[-1], 1))
+        self._result_dtypes = [np.dtype(r["dtype"]) for r in self.results]
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{a['name']}: {a['dtype']}{shape_str(a['shape'])}" for a in self.inputs)
@@ -382,10 +388,8 @@ class NativeFunction:
         """`outs`: the out= arrays already checked (by `_fast_native`), else `out` is checked here."""
         if outs is None:
             outs = self._outs(out)
-        offsets = [0]
-        for r in self.results:
-            offsets.append(offsets[-1] + 1 + len(r["shape"]))
-        slots = (ctypes.c_int64 * max(offsets[-1], 1))()
+        offsets, slots_type = self._slot_layout
+        slots = slots_type()
         for off, o in zip(offsets, outs):
             if o is not None:
                 slots[off] = _data_pointer(o)
@@ -423,12 +427,12 @@ class NativeFunction:
                             f"{shape_str(computed)} but the array has shape {shape_str(o.shape)}"
                         )
             raise NativeError(f"{self.name}() failed with status {status}")
-        for r, off, o in zip(self.results, offsets, outs):
+        for r, off, o, dt in zip(self.results, offsets, outs, self._result_dtypes):
             if o is not None:
                 results.append(o)
                 continue
-            shape = [slots[off + 1 + k] for k in range(len(r["shape"]))]
-            results.append(wrap_owned(slots[off], shape, np.dtype(r["dtype"]), self.program.release))
+            shape = slots[off + 1:off + 1 + len(r["shape"])]
+            results.append(wrap_owned(slots[off], shape, dt, self.program.release))
         check_outputs = getattr(self.program, "check_outputs", None)
         if check_outputs is not None:
             err = check_outputs(self.name, results, [r["name"] for r in self.results])

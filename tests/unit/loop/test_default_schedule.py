@@ -722,3 +722,22 @@ def test_projection_shortcut_native(case):
     text, args, want = _shortcut_case(*case)
     (got,) = H._call_native(_compile(text), "main", args, None)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_residual_epilogue_is_one_vectorized_block():
+    """ResNet's residual add + ReLU after a vector-path conv: one block (the add's full-size
+    temporary is gone: only the conv's own output buffer is allocated at full size), computed
+    under the conv's parallel channel-block loop, vectorized along the output row (it was two
+    scalar nests, 2/3 of ResNet-50's residual convs)."""
+    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), "add_relu")
+    m = _fused(text)
+    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
+    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    epi = [b for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d")]
+    assert len(epi) == 1, [b.block_name.data for b in D.loop.blocks_of(kernel)]
+    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
+            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    assert len(full) == 1
+    par = [l for l in kernel.walk() if isinstance(l, D.loop.ForOp) and l.kind.data == "parallel"]
+    assert any(p.is_ancestor(epi[0]) for p in par)
+    assert D.loop.block_loops(epi[0])[-1].kind.data == "vectorize"

@@ -126,6 +126,11 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("conv2d.parallel", ("co0", "n", "oh", "ow0", "none"), "the loop that runs in parallel"),
             Knob("conv2d.fuse_at", ("co0", "oh"), "compute-at level of fused consumers"),
         ), _check_conv),
+        RuleKnobs("conv_epilogue", (
+            Knob("conv_epilogue.inline", (True, False),
+                 "inline a conv's elementwise consumers into one block (no intermediate buffers)"),
+            Knob("conv_epilogue.vectorize", (True, False), "vectorize the fused consumers along the output row"),
+        )),
         RuleKnobs("conv2d_rows", (
             Knob("conv2d_rows.parallel", ("c", "n", "oh", "none"), "the loop that runs in parallel"),
         )),
