@@ -541,13 +541,18 @@ def test_grouped_conv_dynamic_native():
 
 
 def test_conv_vector_prime_width_uses_larger_divisor():
-    """OW = 13: no divisor in 2..8, so the tile is 13 columns (fits the registers at nv = 1)."""
+    """OW = 13: no divisor in 2..8, so the tile is 13 columns when 13*nv accumulators, nv weight
+    vectors and a broadcast fit the registers: 13 x 2 vectors with 32 registers (SqueezeNet's
+    13x13 convs; it was 1 x 2, a load per FMA), 13 x 1 with 16."""
     xs, ws = (1, 4, 13, 13), (16, 4, 1, 1)
     text = conv_general_text(xs, ws, (1, 1), (0, 0, 0, 0), (1, 1))
     m = H.legalize(text)
     D.schedule_module(m, D.ScheduleConfig(width=16))
     assert "memref<13x16xf32>" in str(m)  # rw = 13 x nv * W = 16
-    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=4, nv=1))  # 13 > 12 registers: rw = 1
+    m = H.legalize(conv_general_text((1, 4, 13, 13), (64, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)))
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    assert "memref<13x32xf32>" in str(m)  # 26 + 2 + 1 of 32 registers
+    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=4, nv=1))  # 13 + 1 + 1 of 16 registers
     want, got, _ = schedule_and_interpret(text, [rand(*xs), rand(*ws, seed=1)], cfg=cfg)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
 
