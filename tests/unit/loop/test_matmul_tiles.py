@@ -191,3 +191,71 @@ def test_dynamic_batch_broadcast_matmul_native():
     for (bp, bv), m, k in (((1, 1), 1, 33), ((3, 3), 1, 7), ((1, 3), 5, 17), ((3, 1), 9, 1)):
         p, v = rand(bp, 4, m, k, seed=bp + m), rand(bv, 4, k, 16, seed=bv + k)
         np.testing.assert_allclose(prog.main(p, v), p @ v, rtol=1e-4, atol=1e-4, err_msg=f"{bp}x{bv} M={m} K={k}")
+
+
+def _tile_loops(mod, name):
+    from minimlir.dialects import loop
+
+    blk = next(b for b in loop.blocks_of(mod) if b.block_name.data == name)
+    return loop.block_loops(blk)
+
+
+def test_ragged_columns_split_into_exact_panels_and_a_guarded_one():
+    """N = 197 (ViT's attention columns) with 2 x 16-lane panels: the 6 full panels run the
+    register tile with constant extents (it stayed in memory, 8 GFLOP/s), a copy of the panel
+    loop (`*_cols` blocks) runs the last 5 columns with the guards."""
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.api import const_index
+
+    mod = H.legalize(many_matmuls([(50, 64, 197)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    names = {b.block_name.data for b in loop.blocks_of(mod)}
+    assert {"matmul_cols", "matmul_acc_in_cols", "matmul_acc_out_cols"} <= names
+    for name in ("matmul", "matmul_acc_in", "matmul_acc_out"):
+        j1, j2 = _tile_loops(mod, name)[-2:]
+        assert (const_index(j1.ub), const_index(j2.ub)) == (2, 16), name
+        assert j1.kind.data == "unroll" and j2.kind.data == "vectorize"
+    j1, j2 = _tile_loops(mod, "matmul_cols")[-2:]
+    assert const_index(j2.ub) is None  # the guarded last panel
+    from xdsl.dialects.builtin import StringAttr
+
+    from minimlir.passes.loop.schedule.default.knobs import KNOBS_ATTR
+
+    off = H.legalize(many_matmuls([(50, 64, 197)]))
+    for k in off.walk():
+        if loop.is_kernel(k):
+            k.attributes[KNOBS_ATTR] = StringAttr('{"matmul.split_cols": false}')
+    D.schedule_module(off, D.ScheduleConfig(width=16))
+    assert "matmul_cols" not in str(off)
+
+
+@pytest.mark.parametrize("mkn", [(7, 13, 10), (17, 9, 27), (5, 5, 9)])
+def test_split_columns_interpreted_same_as_unscheduled(mkn):
+    """Ragged N over a 2 x 4-lane panel, with ragged M over 3-row tiles: the copy's rows are
+    clamped too."""
+    m, k, n = mkn
+    text = many_matmuls([mkn])
+    inputs = [rand(m, k), rand(k, n, seed=1)]
+    want = H.interpret_kernels(H.legalize(text), None, inputs)
+    mod = H.legalize(text)
+    D.schedule_module(mod, D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4)))
+    assert "matmul_cols" in str(mod)
+    lower_scheduled(mod, 4)
+    mod.verify()
+    np.testing.assert_allclose(H.interpret_kernels(mod, None, inputs)[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+def test_attention_scores_ragged_columns_native():
+    """QK^T / sqrt(d) of a ViT (197 tokens, 2 heads of 64): batched, B transposed, scaled."""
+    text = """
+func.func @main(%q: tensor<1x2x197x64xf32>, %k: tensor<1x2x197x64xf32>) -> tensor<1x2x197x197xf32> {
+  %kt = graph.transpose %k perm [0, 1, 3, 2] : tensor<1x2x197x64xf32> -> tensor<1x2x64x197xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x197x64xf32>, tensor<1x2x64x197xf32>) -> tensor<1x2x197x197xf32>
+  %c = graph.constant dense<8.0> : tensor<f32>
+  %d = graph.div %s, %c : (tensor<1x2x197x197xf32>, tensor<f32>) -> tensor<1x2x197x197xf32>
+  func.return %d : tensor<1x2x197x197xf32>
+}"""
+    q, k = rand(1, 2, 197, 64), rand(1, 2, 197, 64, seed=1)
+    got = _compile(text).main(q, k)
+    np.testing.assert_allclose(got, q @ k.transpose(0, 1, 3, 2) / 8, rtol=1e-4, atol=1e-4)

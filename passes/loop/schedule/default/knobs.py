@@ -116,6 +116,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.clamp_rows", (True, False), "ragged row tiles read row min(i, M-1), staying in registers"),
             Knob("matmul.row_version", (True, False),
                  "dynamic M: a ragged row tile runs one row at a time (a run-time branch), not mr clamped rows"),
+            Knob("matmul.split_cols", (True, False),
+                 "static N not a multiple of nv*W: exact tiles for the full column panels, a guarded last one"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
         ), _check_matmul, ("matmul.mr", "matmul.nv", "matmul.width", "matmul.mc")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import StringAttr
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.passes.loop.schedule.default.knobs import choose, fact
 from minimlir.dialects import loop, mem
@@ -156,7 +156,15 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     ragged: list[str] = []  # blocks whose row tile loop got the constant trip count mr
     if choose("matmul.clamp_rows", k.clamp_rows) and not small:
         ragged = _exact_row_tiles(kernel, bname, mr)
-    for name in (bname, f"{bname}_acc_in", f"{bname}_acc_out"):
+    col_rest: list[str] = []  # the copies of the tile's blocks for the last, ragged column panel
+    if m_ext is not None and choose("matmul.split_cols", True):
+        def cols(s: Schedule) -> None:
+            col_rest.extend(_split_ragged_cols(kernel, bname, nv, W, n_ext))
+
+        if not transaction.attempt(kernel, cols):
+            col_rest.clear()
+        ragged += [f"{n}{COLS}" for n in ragged if f"{n}{COLS}" in col_rest]
+    for name in (bname, f"{bname}_acc_in", f"{bname}_acc_out", *col_rest):
 
         def inner(s: Schedule, name=name) -> None:
             loops = s.get_loops(s.get_block(name))
@@ -197,6 +205,59 @@ def register_tile(k, registers: int) -> tuple[int, int]:
         return max(1, k.mr), max(1, k.nv)
     mr, nv = (8, 2) if registers >= 32 else (6, 2)
     return max(1, k.mr or mr), max(1, k.nv or nv)
+
+
+COLS = "_cols"  # suffix of the blocks of the last, ragged column panel (_split_ragged_cols)
+
+
+def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: int | None) -> list[str]:
+    """A static N that the column panel nv*W does not divide (ViT's 197 attention columns): every
+    panel's tile loops were guarded (`for j1 < min(nv, …)`, `for j2 < min(W, …)`), so the
+    accumulator tile had run-time extents and lived in memory (the QK^T matmul ran at 8 GFLOP/s).
+    The panel loop j0 is split: the N // (nv*W) full panels run the tile with constant extents
+    (unrolled, in registers), a copy of the loop runs the last, ragged panel with the guards.
+
+        for j0 = 0 to ceil(N/T) { tile (guarded) }
+     -> for j0 = 0 to N // T { tile (exact) }    for j0 = N // T to ceil(N/T) { tile (guarded) }
+
+    Returns the copy's block names (`<block>_cols`); [] when N is dynamic or a multiple of T."""
+    from minimlir.passes.loop.schedule.affine import affine_of
+    from minimlir.passes.loop.schedule.api import ScheduleError
+
+    T = nv * W
+    if n_ext is None or n_ext % T == 0 or n_ext < T:
+        return []
+    s = Schedule(kernel)
+    names = [n for n in (f"{bname}_acc_in", bname, f"{bname}_acc_out")
+             if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
+    if len(names) != 3:
+        raise ScheduleError("split columns: the accumulator copies are missing", kernel)
+    blocks = [s.get_block(n) for n in names]
+    tile = blocks[1]
+    form = affine_of(tile.bindings[len(tile.bindings) - 2])  # the column: j0*T + j1*W + j2
+    loops = s.get_loops(tile)
+    j0 = next((l for l in loops if form is not None and form.coeff(l.induction_var) == T), None)
+    if j0 is None or const_index(j0.lb) != 0 or const_index(j0.step) != 1 or const_index(j0.ub) != -(-n_ext // T):
+        raise ScheduleError("split columns: no column panel loop j0 of extent ceil(N / nv*W)", kernel)
+    if not all(j0.is_ancestor(b) for b in blocks):
+        raise ScheduleError("split columns: the accumulator copies are outside the panel loop", kernel)
+    for b in blocks:
+        j1, j2 = s.get_loops(b)[-2:]
+        if j1.parent_op() is not j0 and not j0.is_ancestor(j1):
+            raise ScheduleError("split columns: the tile loops are outside the panel loop", kernel)
+    rest = j0.clone()
+    Rewriter.insert_op(rest, InsertPoint.after(j0))
+    full = iconst(kernel, n_ext // T)
+    j0.operands = [j0.lb, full, j0.step]
+    rest.operands = [full, rest.ub, rest.step]
+    for b in rest.walk():
+        if isinstance(b, loop.BlockOp):
+            b.block_name = StringAttr(b.block_name.data + COLS)
+    for b in blocks:  # the full panels: the guards are nv and W
+        j1, j2 = s.get_loops(b)[-2:]
+        j1.operands = [j1.lb, iconst(kernel, nv), j1.step]
+        j2.operands = [j2.lb, iconst(kernel, W), j2.step]
+    return [f"{n}{COLS}" for n in names]
 
 
 def _exact_row_tiles(kernel: func.FuncOp, bname: str, mr: int) -> list[str]:
@@ -243,7 +304,7 @@ def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | 
     for name in names:
         blk = s.get_block(name)
         i2 = s.get_loops(blk)[-3]
-        pos = len(blk.bindings) - (3 if name == bname else 2)
+        pos = len(blk.bindings) - (3 if name in (bname, bname + COLS) else 2)
         form = affine_of(blk.bindings[pos])
         inner = {l.induction_var for l in s.get_loops(blk)[-2:]}
         if form is None or form.atoms & inner:
