@@ -207,6 +207,17 @@ def register_tile(k, registers: int) -> tuple[int, int]:
     return max(1, k.mr or mr), max(1, k.nv or nv)
 
 
+def _tile_blocks(s: Schedule, kernel: func.FuncOp, bname: str, what: str) -> tuple[list[str], list[loop.BlockOp]]:
+    """The register tile's three blocks (acc_in, the tile, acc_out): names and blocks."""
+    from minimlir.passes.loop.schedule.api import ScheduleError
+
+    names = [n for n in (f"{bname}_acc_in", bname, f"{bname}_acc_out")
+             if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
+    if len(names) != 3:
+        raise ScheduleError(f"{what}: the accumulator copies are missing", kernel)
+    return names, [s.get_block(n) for n in names]
+
+
 COLS = "_cols"  # suffix of the blocks of the last, ragged column panel (_split_ragged_cols)
 
 
@@ -228,11 +239,7 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
     if n_ext is None or n_ext % T == 0 or n_ext < T:
         return []
     s = Schedule(kernel)
-    names = [n for n in (f"{bname}_acc_in", bname, f"{bname}_acc_out")
-             if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
-    if len(names) != 3:
-        raise ScheduleError("split columns: the accumulator copies are missing", kernel)
-    blocks = [s.get_block(n) for n in names]
+    names, blocks = _tile_blocks(s, kernel, bname, "split columns")
     tile = blocks[1]
     form = affine_of(tile.bindings[len(tile.bindings) - 2])  # the column: j0*T + j1*W + j2
     loops = s.get_loops(tile)
@@ -342,11 +349,7 @@ def _version_rows(kernel: func.FuncOp, bname: str, mr: int) -> None:
     from minimlir.passes.loop.schedule.api import ScheduleError, materialize_form
 
     s = Schedule(kernel)
-    names = [n for n in (f"{bname}_acc_in", bname, f"{bname}_acc_out")
-             if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
-    if len(names) != 3:
-        raise ScheduleError("row version: the accumulator copies are missing", kernel)
-    blocks = [s.get_block(n) for n in names]
+    names, blocks = _tile_blocks(s, kernel, bname, "row version")
     i2s = [s.get_loops(b)[-3] for b in blocks]
     i1 = i2s[0].parent_op()
     if not isinstance(i1, loop.ForOp) or i2s[2].parent_op() is not i1:
