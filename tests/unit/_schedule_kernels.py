@@ -35,6 +35,23 @@ def parse(text: str):
     return m
 
 
+def fused(text: str, *, strength_reduce: bool = False, verify: bool = True):
+    """graph-fuse, graph-legalize, loop-fuse (after graph-strength-reduce, Pow(x, 3) -> multiplies,
+    when asked): each fusion group one kernel, its blocks ready for the default schedule."""
+    from minimlir.passes.graph.fuse import GraphFusePass
+    from minimlir.passes.graph.legalize import GraphLegalizePass
+    from minimlir.passes.graph.strength_reduce import GraphStrengthReducePass
+    from minimlir.passes.loop.fuse import LoopFusePass
+
+    m = H.parse(text)
+    passes = [GraphFusePass(), GraphLegalizePass(), LoopFusePass()]
+    for p in ([GraphStrengthReducePass()] if strength_reduce else []) + passes:
+        p.apply(H._context(), m)
+    if verify:
+        m.verify()
+    return m
+
+
 def run(module, kernel: str, buffers):
     bufs = [np.array(b, copy=True) for b in buffers]
     return H.interpret_kernels(module, kernel, bufs)

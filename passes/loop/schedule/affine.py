@@ -232,6 +232,15 @@ def _accesses(block: loop.BlockOp) -> Iterable[Operation]:
             yield op
 
 
+def reduces_along(block: loop.BlockOp, iv: SSAValue) -> bool:
+    """Whether loop variable `iv` runs one of `block`'s reduce variables (a non-affine reduce
+    binding counts: it may)."""
+    for bnd, kind in zip(block.bindings, block.kinds):
+        if kind == "reduce" and ((f := affine_of(bnd)) is None or f.coeff(iv)):
+            return True
+    return False
+
+
 def reads_writes(block: loop.BlockOp) -> tuple[set[SSAValue], set[SSAValue]]:
     """The buffers a block (body and init) reads and writes."""
     reads: set[SSAValue] = set()

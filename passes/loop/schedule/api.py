@@ -38,7 +38,14 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
-from minimlir.passes.loop.schedule.affine import AffineForm, affine_of, atom_name, is_symbol, reads_writes
+from minimlir.passes.loop.schedule.affine import (
+    AffineForm,
+    affine_of,
+    atom_name,
+    is_symbol,
+    reads_writes,
+    reduces_along,
+)
 from minimlir.passes._diagnostics import emit_error
 
 
@@ -378,9 +385,7 @@ class Schedule:
 
         # A loop that runs a reduction of the first loop's blocks: the second loop's iteration
         # would read a partial result (a softmax's max before the row is done).
-        reducing = [x for x in blocks_a if any(
-            k == "reduce" and (f := affine_of(bnd)) is not None and f.coeff(iv_a)
-            for bnd, k in zip(x.bindings, x.kinds))]
+        reducing = [x for x in blocks_a if reduces_along(x, iv_a)]
         if reducing:
             red_writes = set().union(*(reads_writes(x)[1] for x in reducing))
             for blk, (reads, _) in zip(blocks_b, rw_b):

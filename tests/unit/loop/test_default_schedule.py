@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minimlir.compiler.interpreter as H
-import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+import _schedule_kernels  # teaches the interpreter vector.broadcast; fused()
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule.api import const_index
 from minimlir.passes.loop.schedule.default import transaction
@@ -641,14 +641,7 @@ def _epilogue_case(shape, kind):
 
 def _fused(text: str):
     """graph-fuse, graph-legalize, loop-fuse: one kernel with the conv and its consumers."""
-    from minimlir.passes.graph.fuse import GraphFusePass
-    from minimlir.passes.graph.legalize import GraphLegalizePass
-    from minimlir.passes.loop.fuse import LoopFusePass
-
-    m = H.parse(text)
-    for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
-        p.apply(H._context(), m)
-    return m
+    return _schedule_kernels.fused(text, verify=False)
 
 
 @pytest.mark.parametrize("shape, kind", EPILOGUE_CASES_INTERPRETED, ids=[k for _, k in EPILOGUE_CASES_INTERPRETED])

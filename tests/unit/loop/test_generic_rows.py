@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import minimlir.compiler.interpreter as H
-import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+import _schedule_kernels  # teaches the interpreter vector.broadcast; fused()
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule import lower_scheduled
@@ -61,15 +61,7 @@ def gelu_tanh(x):
 
 
 def _fused(text: str):
-    from minimlir.passes.graph.fuse import GraphFusePass
-    from minimlir.passes.graph.legalize import GraphLegalizePass
-    from minimlir.passes.loop.fuse import LoopFusePass
-
-    m = H.parse(text)
-    for p in (GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
-        p.apply(H._context(), m)
-    m.verify()
-    return m
+    return _schedule_kernels.fused(text)
 
 
 def _kernel(m):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minimlir.compiler.interpreter as H
-import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+import _schedule_kernels  # teaches the interpreter vector.broadcast; fused()
 from minimlir.dialects import loop, mem
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule import lower_scheduled
@@ -101,16 +101,7 @@ CASES = {
 def _fused(text: str):
     """graph-strength-reduce (Pow(x, 3) -> multiplies), graph-fuse, graph-legalize, loop-fuse:
     one kernel with the matmul and its epilogue."""
-    from minimlir.passes.graph.fuse import GraphFusePass
-    from minimlir.passes.graph.strength_reduce import GraphStrengthReducePass
-    from minimlir.passes.graph.legalize import GraphLegalizePass
-    from minimlir.passes.loop.fuse import LoopFusePass
-
-    m = H.parse(text)
-    for p in (GraphStrengthReducePass(), GraphFusePass(), GraphLegalizePass(), LoopFusePass()):
-        p.apply(H._context(), m)
-    m.verify()
-    return m
+    return _schedule_kernels.fused(text, strength_reduce=True)
 
 
 def _kernel(m):

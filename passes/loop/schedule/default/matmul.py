@@ -250,7 +250,7 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
         raise ScheduleError("split columns: the accumulator copies are outside the panel loop", kernel)
     for b in blocks:
         j1, j2 = s.get_loops(b)[-2:]
-        if j1.parent_op() is not j0 and not j0.is_ancestor(j1):
+        if not j0.is_ancestor(j1):
             raise ScheduleError("split columns: the tile loops are outside the panel loop", kernel)
     rest = j0.clone()
     Rewriter.insert_op(rest, InsertPoint.after(j0))

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.dialects.utils.fast_math import FastMathFlag
 
 from minimlir.dialects import loop, mem
-from minimlir.passes.loop.schedule.affine import affine_of
+from minimlir.passes.loop.schedule.affine import reduces_along
 
 COMBINES = (arith.AddfOp, arith.MulfOp, arith.MaximumfOp, arith.MinimumfOp)
 _REASSOC = FastMathFlagsAttr([FastMathFlag.REASSOC])
@@ -58,9 +58,7 @@ def mark_reassociable_reductions(kernel: func.FuncOp) -> list[str]:
             parent = parent.parent_op()
         if parent is None:
             continue
-        iv = parent.induction_var
-        forms = [affine_of(b) for b, k in zip(blk.bindings, blk.kinds) if k == "reduce"]
-        if not any(f is not None and f.coeff(iv) for f in forms):
+        if not reduces_along(blk, parent.induction_var):
             continue
         op = _combine(blk)
         if op is None or not isinstance(op.result.type, Float32Type | Float64Type):

@@ -21,29 +21,12 @@ from xdsl.dialects import func
 from xdsl.ir import Block
 
 from minimlir.dialects import loop
-from minimlir.passes.loop.schedule.affine import affine_of
+from minimlir.passes.loop.schedule.affine import reduces_along
 from minimlir.passes.loop.schedule.default import transaction
 
 
 def _runs_reduction(l: loop.ForOp) -> bool:
-    iv = l.induction_var
-    for blk in loop.blocks_of(l):
-        for bnd, k in zip(blk.bindings, blk.kinds):
-            f = affine_of(bnd)
-            if k == "reduce" and (f is None or f.coeff(iv)):
-                return True
-    return False
-
-
-def _path(kernel: func.FuncOp, l: loop.ForOp) -> list[int]:
-    """`l`'s position: the index among the loops of each enclosing body, outermost first."""
-    out = []
-    cur = l
-    while cur is not kernel:
-        parent = cur.parent_block()
-        out.append([o for o in parent.ops if isinstance(o, loop.ForOp)].index(cur))
-        cur = cur.parent_op()
-    return out[::-1]
+    return any(reduces_along(blk, l.induction_var) for blk in loop.blocks_of(l))
 
 
 def _at(kernel: func.FuncOp, path: list[int]) -> Block:
