@@ -735,7 +735,7 @@ def export_compiled(model: Any, path: str | os.PathLike[str], *, weights: str = 
         raise ArtifactError("this compiled model keeps no LLVM IR to export")
     return write_artifact(
         path, llvm_ir_parts=llvm_ir.split(PART_MARKER), optimized=True, runtime_metadata=program.metadata,
-        entry=model.entry, params=dict(program._params), target=_target.resolve(None, "host"), weights=weights,
+        entry=model.entry, params={**program._params, **program.lifted_params()}, target=_target.resolve(None, "host"), weights=weights,
         emit_header=emit_header, inputs=model.inputs, outputs=model.outputs,
     )
 

@@ -143,18 +143,25 @@ class CompiledProgram:
         self.cache_key: str | None = None
         self.checked = _checks.is_checked(getattr(engine, "llvm_ir", "") or "")  # checked mode
         self._params: dict[str, np.ndarray] = {}
+        self._lifted: dict[str, np.ndarray] = {}
         if params is not None:
             self.bind_params(params)
+        native = {name: NativeFunction(self, name, meta, _address(engine, name))
+                  for name, meta in metadata["functions"].items()}
+        # graph-lift-params' functions compute weights (packed layouts) from the bound ones; they
+        # are run by `param`, not called by the user
         self.functions: dict[str, NativeFunction] = {
-            name: NativeFunction(self, name, meta, _address(engine, name))
-            for name, meta in metadata["functions"].items()
-        }
+            n: f for n, f in native.items() if "params_of" not in metadata["functions"][n]}
+        self._lifters: dict[str, tuple[NativeFunction, int]] = {
+            r["name"]: (f, i) for n, f in native.items() if "params_of" in metadata["functions"][n]
+            for i, r in enumerate(metadata["functions"][n]["results"])}
 
     def bind_params(self, params: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         """Use these weights for `mem.param` arguments (a params file is memory-mapped)."""
         if isinstance(params, str | os.PathLike):
             params = load_params(params)
         self._params = dict(params)
+        self._lifted = {}  # recomputed from these weights when first needed
         self.params_version = getattr(self, "params_version", 0) + 1  # native calls re-read the params
 
     def release(self, ptr: int) -> None:
@@ -174,7 +181,20 @@ class CompiledProgram:
     def check_outputs(self, name: str, results: list[np.ndarray], names: list[str]) -> Exception | None:
         return _checks.poisoned_outputs(name, results, names) if self.checked else None
 
+    def lifted_params(self) -> dict[str, np.ndarray]:
+        """Every lifted param (graph-lift-params), computed from the bound weights."""
+        return {name: self.param(name, "lifted_params") for name in getattr(self, "_lifters", {})}
+
     def param(self, name: str, function: str) -> np.ndarray:
+        if name not in self._params and name in getattr(self, "_lifters", {}):
+            if name not in self._lifted:
+                fn, _ = self._lifters[name]
+                out = fn()
+                out = out if isinstance(out, tuple) else (out,)
+                for n, (f, i) in self._lifters.items():
+                    if f is fn:
+                        self._lifted[n] = out[i]
+            return self._lifted[name]
         if name not in self._params:
             have = ", ".join(sorted(self._params)) or "none bound"
             raise ArgumentError(

@@ -17,6 +17,7 @@ from xdsl.ir import Attribute
 
 from minimlir.compiler.errors import InputError
 from minimlir.passes.graph._symbolic_dims import checks_of
+from minimlir.passes.graph.lift_params import PARAMS_OF
 from minimlir.passes.to_llvm._memref_abi import (
     PARAM_ATTR,
     is_entry,
@@ -78,6 +79,8 @@ def function_metadata(f: func.FuncOp) -> dict[str, Any]:
             f"function @{f.sym_name.data}: several scalar results are not supported by the runtime"
         )
     meta: dict[str, Any] = {"abi": abi, "args": args, "results": results}
+    if PARAMS_OF in f.attributes:  # graph-lift-params: computes these lifted params of that function
+        meta["params_of"] = f.attributes[PARAMS_OF].data  # type: ignore[attr-defined]
     if checks := checks_of(f):
         meta["dim_checks"] = checks  # symbolic constraints on the inputs' dims (graph-infer-dims)
     return meta
@@ -90,7 +93,8 @@ def collect_metadata(module: ModuleOp, entry: str | Sequence[str] | None = None)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.body.blocks and is_public(op):
             name = op.sym_name.data
-            if wanted is None or name in wanted:
+            of = op.attributes.get(PARAMS_OF)
+            if wanted is None or name in wanted or (isinstance(of, StringAttr) and of.data in wanted):
                 functions[name] = function_metadata(op)
     for name in wanted or ():
         if name not in functions:

@@ -36,9 +36,10 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile-whole-module": NamedPipeline(
-        "graph-strength-reduce,graph-infer-dims,graph-fuse,graph-legalize,loop-fuse,graph-simplify-dims",
+        "graph-strength-reduce,graph-infer-dims,graph-pack-weights,graph-lift-params,graph-fuse,graph-legalize,"
+        "loop-fuse,graph-simplify-dims",
         "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
-        "symbolic dims, fusion, legalization, kernel "
+        "symbolic dims, weights packed in the kernels' layouts once at load time, fusion, legalization, kernel "
         "fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(

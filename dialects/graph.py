@@ -231,6 +231,14 @@ def conv2d_output_shape(
     ]
 
 
+def unpacked_weight_shape(weight_shape: Shape, tile: int) -> list[int]:
+    """A conv weight's logical (O, C/group, KH, KW) shape: itself, or of an OIHW{tile}o packing."""
+    if not tile or len(weight_shape) != 5:
+        return list(weight_shape)
+    o0, c, kh, kw, t = weight_shape
+    return [o0 * t if o0 >= 0 and t >= 0 else -1, c, kh, kw]
+
+
 def pool2d_output_shape(
     input_shape: Shape,
     kernel: Sequence[int],
@@ -1166,6 +1174,10 @@ class Conv2dOp(IRDLOperation):
 
     %y = graph.conv2d %x, %w, %b strides [2, 2] pads [1, 1, 1, 1]
            : (tensor<?x3x224x224xf32>, tensor<64x3x3x3xf32>, tensor<64xf32>) -> tensor<?x64x112x112xf32>
+
+    With `weight_tile T` (graph-pack-weights) the weight is pre-packed in output-channel panels
+    (OIHW{T}o, onnxruntime's and TVM's NCHWc weight layout): a (O/T, C/group, KH, KW, T) tensor
+    with W[o, c, kh, kw] at [o floordiv T, c, kh, kw, o mod T].
     """
 
     name = "graph.conv2d"
@@ -1179,11 +1191,13 @@ class Conv2dOp(IRDLOperation):
     pads = prop_def(DenseArrayBase.constr(i64), default_value=_ints((0, 0, 0, 0)))
     dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     group = prop_def(IntegerAttr[_I64], default_value=_i64(1))
+    weight_tile = prop_def(IntegerAttr[_I64], default_value=_i64(0))
 
     traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
-        "(`dilations` $dilations^)? (`group` $group^)? attr-dict `:` functional-type(operands, results)"
+        "(`dilations` $dilations^)? (`group` $group^)? (`weight_tile` $weight_tile^)? attr-dict "
+        "`:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -1195,9 +1209,11 @@ class Conv2dOp(IRDLOperation):
         pads: Sequence[int] = (0, 0, 0, 0),
         dilations: Sequence[int] = (1, 1),
         group: int = 1,
+        weight_tile: int = 0,
     ):
         try:
-            shape = conv2d_output_shape(_shape(input), _shape(weight), strides, pads, dilations)
+            ws = unpacked_weight_shape(_shape(weight), weight_tile)
+            shape = conv2d_output_shape(_shape(input), ws, strides, pads, dilations)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         super().__init__(
@@ -1208,8 +1224,18 @@ class Conv2dOp(IRDLOperation):
                 "pads": _ints(pads),
                 "dilations": _ints(dilations),
                 "group": _i64(group),
+                "weight_tile": _i64(weight_tile),
             },
         )
+
+    @property
+    def tile(self) -> int:
+        """The output-channel panel of a pre-packed weight (0: plain OIHW)."""
+        return self.weight_tile.value.data
+
+    def weight_shape(self) -> list[int]:
+        """The weight's logical (O, C/group, KH, KW) shape, packed or not."""
+        return unpacked_weight_shape(_shape(self.weight), self.tile)
 
     def verify_(self) -> None:
         _check_valid_shape(self)
@@ -1221,6 +1247,15 @@ class Conv2dOp(IRDLOperation):
         xs, ws = _shape(self.input), _shape(self.weight)
         if len(xs) != 4:
             raise VerifyException(f"input must have rank 4 (NCHW), got {format_shape(xs)}")
+        if self.tile < 0:
+            raise VerifyException(f"weight_tile must be >= 0, got {self.tile}")
+        if self.tile:
+            if len(ws) != 5 or ws[4] != self.tile or ws[0] < 0:
+                raise VerifyException(
+                    f"a weight packed with weight_tile {self.tile} must have shape "
+                    f"(O/{self.tile}, C/group, KH, KW, {self.tile}) with static O, got {format_shape(ws)}"
+                )
+            ws = self.weight_shape()
         if len(ws) != 4:
             raise VerifyException(f"weight must have rank 4 (O, C/group, KH, KW), got {format_shape(ws)}")
         strides, pads = self.strides.get_values(), self.pads.get_values()
@@ -1235,6 +1270,10 @@ class Conv2dOp(IRDLOperation):
             )
         if o >= 0 and o % group != 0:
             raise VerifyException(f"output channels ({o}) must be divisible by group ({group})")
+        if self.tile and (o // group) % self.tile:
+            raise VerifyException(
+                f"weight_tile {self.tile} must divide the output channels per group ({o // group})"
+            )
         if self.bias is not None:
             bs = _shape(self.bias)
             if len(bs) != 1 or not dims_compatible(bs[0], o):

@@ -244,6 +244,7 @@ def graph_functions(module: ModuleOp) -> list[func.FuncOp]:
         if isinstance(op, func.FuncOp)
         and (op.sym_visibility is None or op.sym_visibility.data == "public")
         and "loop.kernel" not in op.attributes
+        and "graph.params_of" not in op.attributes  # graph-lift-params': the runtime calls it
         and not op.is_declaration
     ]
 

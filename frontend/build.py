@@ -57,6 +57,7 @@ def _build_for_target(model: Any, path: str | os.PathLike[str], tgt: _target.Tar
         inputs, outputs = api.signature(entry_fn)
     api.check_params(module, loaded.params, loaded.name)
     found: dict[str, Any] = {}
+    graph_module = module.clone() if api.graph_level(module) else None
     with _target.using(tgt):
         split, rest = None, api.default_pipeline()
         if api.graph_level(module):
@@ -75,6 +76,36 @@ def _build_for_target(model: Any, path: str | os.PathLike[str], tgt: _target.Tar
                 raise ArtifactError("cannot export a module given in the llvm dialect: start from graph- or "
                                     "mem-level IR")
             ir_text = jit.to_llvm_ir(module, copy=False)
+    params = dict(loaded.params)
+    if graph_module is not None and any(f.get("params_of") == entry for f in found["metadata"]["functions"].values()):
+        params.update(_lifted_params(graph_module, entry, params, tgt))
     return write_artifact(path, llvm_ir_parts=[ir_text], optimized=False, runtime_metadata=found["metadata"],
-                          entry=entry, params=dict(loaded.params), target=tgt, weights=weights,
+                          entry=entry, params=params, target=tgt, weights=weights,
                           emit_header=emit_header, inputs=inputs, outputs=outputs)
+
+
+def _lifted_params(module: Any, entry: str, params: dict[str, Any], tgt: _target.Target) -> dict[str, Any]:
+    """The weights graph-lift-params computes at load time, computed here for a `tgt` artifact:
+    the graph-level prefix that packs and lifts them runs for `tgt` (its layouts), the function it
+    lifts them into is then compiled for this machine and run on the weights (a layout's values
+    do not depend on the CPU that computes them)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+
+    from minimlir.compiler.pipelines import expand
+    from minimlir.passes.graph.lift_params import PARAMS_OF
+
+    prefix = expand("compile-whole-module").split(",")
+    upto = ",".join(prefix[: prefix.index("graph-lift-params") + 1])
+    with _target.using(tgt):
+        api.lower(module, upto, ctx=api.make_context(), name="<lift params>")
+    lifted = {}
+    for f in list(module.ops):
+        if isinstance(f, func.FuncOp) and (of := f.attributes.get(PARAMS_OF)) is not None and of.data == entry:
+            f.detach()
+            del f.attributes[PARAMS_OF]
+            names = [d.data["graph.name"].data for d in f.res_attrs.data]
+            compiled = api.compile(ModuleOp([f]), params=params, entry=f.sym_name.data, cache=False)
+            out = compiled()
+            lifted.update(zip(names, out if isinstance(out, list | tuple) else [out]))
+    return lifted

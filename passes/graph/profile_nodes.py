@@ -60,7 +60,7 @@ def _flops(op) -> dict[int, int]:
         shape = op.operands[0].type.get_shape()
         return _mul(out, max(shape[-1], 1))
     if op.name == "graph.conv2d":
-        w = op.operands[1].type.get_shape()
+        w = op.weight_shape()
         k = 1
         for s in w[1:]:
             k *= s

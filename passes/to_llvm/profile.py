@@ -16,7 +16,7 @@ import json
 
 from xdsl.context import Context
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -60,8 +60,10 @@ def instrument(module: ModuleOp) -> list[dict]:
     """Instrument the kernel calls of `module`'s public functions; the kernel table by id."""
     defined = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks}
     kernels: dict[str, int] = {}
+    lifters = module.attributes.get("graph.params_functions")  # graph-lift-params': run once, at bind
+    skip = {a.data for a in lifters.data} if isinstance(lifters, ArrayAttr) else set()
     publics = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks
-               and op.linkage.linkage.data not in ("internal", "private")]
+               and op.linkage.linkage.data not in ("internal", "private") and op.sym_name.data not in skip]
     for fn in publics:
         calls = [c for c in fn.walk() if isinstance(c, llvm.CallOp) and c.callee is not None
                  and c.callee.string_value() in defined]

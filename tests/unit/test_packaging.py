@@ -93,8 +93,10 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
         folder = module.split(".")[2]
         assert name.startswith(level[folder]), (name, module)
     assert rows["graph-infer-dims"] == "minimlir.passes.graph.infer_dims"
-    assert len(rows) == 35  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
-    # graph-strength-reduce, convert-math-to-polynomials
+    assert rows["graph-pack-weights"] == "minimlir.passes.graph.pack_weights"
+    assert rows["graph-lift-params"] == "minimlir.passes.graph.lift_params"
+    assert len(rows) == 37  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
+    # graph-strength-reduce, convert-math-to-polynomials, graph-pack-weights, graph-lift-params
 
 
 def test_alias_table_names_only_existing_modules():

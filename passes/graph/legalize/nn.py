@@ -257,9 +257,10 @@ class LegalizeConv2d(Legalization):
                     dilations[s], pads[s], pads[2 + s])
             for s in range(2)
         ]
+        tile = op.tile  # a pre-packed OIHW{T}o weight (graph-pack-weights): W[o] at [o / T, …, o % T]
         og_ext: Index = o_ext
         if group > 1:
-            og_ext = kb.top.ifloordiv(kb.dim(w, 0), group)
+            og_ext = kb.top.ifloordiv(op.weight_shape()[0] if tile else kb.dim(w, 0), group)
         # Iteration variables, and which ones exist (depthwise drops unit oc / ci).
         names: list[str] = ["n"]
         extents: list[Index] = [n_ext]
@@ -302,14 +303,18 @@ class LegalizeConv2d(Legalization):
             co, c_in, ci = channels(e, vs)
             taps = [wins[s].index(e, v[("oh", "ow")[s]], v[("kh", "kw")[s]]) for s in range(2)]
             xv = _guarded_load(e, x, [v["n"], c_in], taps, wins, lambda: e.const(0, t))
-            wv = e.load(w, [co, ci, v["kh"], v["kw"]])
+            if tile:
+                wv = e.load(w, [e.ifloordiv(co, tile), ci, v["kh"], v["kw"], e.irem(co, tile)])
+            else:
+                wv = e.load(w, [co, ci, v["kh"], v["kw"]])
             out_idx = [v["n"], co, v["oh"], v["ow"]]
             acc = e.load(y, out_idx)
             e.store(e.add(acc, e.mul(xv, wv)), y, out_idx)
 
     def result_dims(self, op: graph.Conv2dOp, g: GraphDims) -> list[Index]:
         kernel = [g.dim(op.weight, 2), g.dim(op.weight, 3)]
-        return _nchw_result_dims(op, g, op.input, g.dim(op.weight, 0), kernel,
+        o = op.weight_shape()[0] if op.tile else g.dim(op.weight, 0)
+        return _nchw_result_dims(op, g, op.input, o, kernel,
                                  op.strides.get_values(), op.pads.get_values(),
                                  op.dilations.get_values(), False)
 

@@ -84,6 +84,45 @@ def _conv_block(kernel: func.FuncOp, name: str | None = None) -> loop.BlockOp | 
     return convs[0] if convs else None
 
 
+def conv_weight_tile(co: int, cfg: ScheduleConfig) -> int:
+    """The output-channel panel (nv*W) the vector path packs a conv's weights in, for `co`
+    output channels (per group) and the default knobs; 0 when it refuses the conv (W < 4).
+    graph-pack-weights packs a weight param in this panel once, at load time."""
+    w = cfg.width
+    while w >= 4 and co % w:
+        w //= 2
+    if w < 4:
+        return 0
+    nv = max(1, cfg.conv2d.nv)
+    while co % (nv * w):
+        nv -= 1
+    return nv * w
+
+
+def packed_tile(ld: mem.LoadOp) -> int:
+    """T when `ld` reads a pre-packed weight W[c / T, ci, kh, kw, c % T] (graph-legalize of a
+    conv2d with `weight_tile`), else 0."""
+    if len(ld.indices) != 5:
+        return 0
+    q, r = ld.indices[0], ld.indices[4]
+    if not (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp)
+            and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp)
+            and q.owner.lhs is r.owner.lhs):
+        return 0
+    t = const_index(q.owner.rhs)
+    return t if t is not None and t > 0 and const_index(r.owner.rhs) == t else 0
+
+
+def weight_index(ld: mem.LoadOp) -> tuple | None:
+    """The logical (co, ci, kh, kw) index of a conv weight load, plain or pre-packed; None if
+    `ld` is neither."""
+    if len(ld.indices) == 4:
+        return tuple(ld.indices)
+    if packed_tile(ld):
+        return (ld.indices[0].owner.lhs, *ld.indices[1:4])  # type: ignore[union-attr]
+    return None
+
+
 def _depthwise(blk: loop.BlockOp) -> bool:
     """One channel per group in and out: legalization dropped the unit co / ci loops (n c oh ow | kh kw)."""
     return "depthwise" in blk.attributes
@@ -141,9 +180,14 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             or not chan(stores[0].indices[1], co, co_ext)):
         raise ScheduleError("conv relayout: unexpected conv2d block", blk)
     y = stores[0].memref
-    w_ld = next((l for l in loads if len(l.indices) == 4 and list(l.indices[2:]) == [kh, kw]
-                 and (l.indices[1] is ci if ci is not None else const_index(l.indices[1]) == 0)
-                 and chan(l.indices[0], co, co_ext)), None)
+
+    def weight_load(l: mem.LoadOp) -> bool:
+        """W[co, ci, kh, kw], or of a pre-packed weight W[co / T, ci, kh, kw, co % T]."""
+        idx = weight_index(l)
+        return (idx is not None and list(idx[2:]) == [kh, kw] and chan(idx[0], co, co_ext)
+                and (idx[1] is ci if ci is not None else const_index(idx[1]) == 0))
+
+    w_ld = next((l for l in loads if weight_load(l)), None)
     x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
     if (w_ld is None or x_ld is None or x_ld.indices[0] is not n
             or not (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))):
@@ -152,15 +196,23 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     rows = co_ext * (const_index(g_ub) if g is not None else 1)  # W's dim 0: all output channels
     ip = InsertPoint.before(top)
     frees = []
-    # -- weights
-    wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
-    wt = _local_buffer(elem, wt_shape, ip, frees)
-    # pack in co_tile-wide strips: 32 sequential read streams, writes co_tile floats at a time
-    p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, f"{name}_wpack")
-    p_top.location = blk.location
-    pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
-    v = emit(mem.LoadOp(w_ld.memref, [pc, pi, ph, pw], elem), bip)
-    Rewriter.insert_op(mem.StoreOp(v, wt, [pc0, pi, ph, pw, pc1]), bip)
+    # -- weights: pre-packed in this tile already (graph-pack-weights, once at load time), or
+    # packed here, per call, in co_tile-wide strips: sequential read streams, co_tile floats a write
+    packed = packed_tile(w_ld)
+    if packed == co_tile or (co_tile == 1 and not packed):  # (1-channel panels of OIHW: OIHW itself)
+        wt = w_ld.memref
+    else:
+        wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
+        wt = _local_buffer(elem, wt_shape, ip, frees)
+        p_top, (pc0, pi, ph, pw, pc1), bip = _nest(kernel, ip, wt_shape, f"{name}_wpack")
+        p_top.location = blk.location
+        pc = emit(arith.AddiOp(emit(arith.MuliOp(pc0, iconst(kernel, co_tile)), bip), pc1), bip)
+        src = [pc, pi, ph, pw]
+        if packed:  # a panel of another width (a tuned tile): repack from it
+            t = iconst(kernel, packed)
+            src = [emit(arith.FloorDivSIOp(pc, t), bip), pi, ph, pw, emit(arith.RemSIOp(pc, t), bip)]
+        v = emit(mem.LoadOp(w_ld.memref, src, elem), bip)
+        Rewriter.insert_op(mem.StoreOp(v, wt, [pc0, pi, ph, pw, pc1]), bip)
     # -- padded input
     taps = [_unclamp(i) for i in x_ld.indices[2:]]
     uses = list(x_ld.result.uses)
@@ -229,15 +281,18 @@ def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0:
     lowering read it), which the channel split alone cannot express in block variables."""
     ip = InsertPoint.before(w_ld)
     lane = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), ip), cw.induction_var), ip)
-    _, ci, kh, kw = w_ld.indices
+    _, ci, kh, kw = weight_index(w_ld)
     panel = co0.induction_var
     if group is not None:  # (g, panels per group): panel g*P + co0
         gv, per = group
         panel = emit(arith.AddiOp(emit(arith.MuliOp(gv, iconst(kernel, per)), ip), panel), ip)
     new_w = emit(mem.LoadOp(wt, [panel, ci, kh, kw, lane], w_ld.result.type), ip)
     w_ld.result.replace_all_uses_with(new_w)
+    body = w_ld.parent_block()
     w_ld.detach()
     w_ld.erase()
+    if body is not None:
+        _drop_dead(body)  # a pre-packed weight's c / T, c % T
 
 
 def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> SSAValue:
@@ -276,14 +331,13 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     co_ext, ow_ext = const_index(loops[1 + gr].ub), const_index(loops[3 + gr].ub)
     if co_ext is None:
         return False
-    w = cfg.width
-    while w >= 4 and co_ext % w:
-        w //= 2
-    if w < 4:
+    tile = conv_weight_tile(co_ext, cfg)
+    if not tile:
         return False
-    nv = max(1, c.nv)
-    while co_ext % (nv * w):
-        nv -= 1
+    w = cfg.width
+    while co_ext % w:
+        w //= 2
+    nv = tile // w
     rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
     if ow_ext is not None and 2 * rw < c.rw:
         # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor still fits
@@ -391,12 +445,17 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, 1)
         *outer, oh, ow = s.get_loops(b)[:len(loops) - (2 if dw else 3)]
         s.reorder(*outer, oh, *s.get_loops(b)[len(outer) + 2:], ow)
-        # WT[c, ci, kh, kw, 0] = W[c, ci, kh, kw]: a copy, but read where W was
-        ip = InsertPoint.before(w_ld)
-        new_w = emit(mem.LoadOp(wt, [*w_ld.indices, iconst(kernel, 0)], w_ld.result.type), ip)
-        w_ld.result.replace_all_uses_with(new_w)
-        w_ld.detach()
-        w_ld.erase()
+        # WT[c, ci, kh, kw, 0] = W[c, ci, kh, kw], repacked from a pre-packed weight (an OIHW
+        # one is read as it is: its 1-channel panels are itself)
+        if wt is not w_ld.memref:
+            ip = InsertPoint.before(w_ld)
+            new_w = emit(mem.LoadOp(wt, [*weight_index(w_ld), iconst(kernel, 0)], w_ld.result.type), ip)
+            w_ld.result.replace_all_uses_with(new_w)
+            body = w_ld.parent_block()
+            w_ld.detach()
+            w_ld.erase()
+            if body is not None:
+                _drop_dead(body)
         s.decompose_reduction(b, s.get_loops(b)[len(outer) + 1])
         # the row must vectorize (stride 1); strided rows are faster as the generic schedule
         last = s.get_loops(b)[-1]

@@ -1,0 +1,23 @@
+"""numpy references shared by test files."""
+
+import numpy as np
+
+
+def conv_ref(x, w, b, strides, pads, dilations, group):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, o, oh, ow), np.float64)
+    og = o // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           i * dilations[0]: i * dilations[0] + strides[0] * (oh - 1) + 1: strides[0],
+                           j * dilations[1]: j * dilations[1] + strides[1] * (ow - 1) + 1: strides[1]]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    if b is not None:
+        y += b[None, :, None, None]
+    return y.astype(x.dtype)
