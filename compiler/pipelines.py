@@ -36,7 +36,7 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile-whole-module": NamedPipeline(
-        "graph-strength-reduce,graph-infer-dims,graph-pack-weights,graph-lift-params,graph-fuse,graph-legalize,"
+        "graph-strength-reduce,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
         "loop-fuse,graph-simplify-dims",
         "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
         "symbolic dims, weights packed in the kernels' layouts once at load time, fusion, legalization, kernel "

@@ -53,3 +53,21 @@ func.func @lift(%x: tensor<4x3xf32>, %i: tensor<12xf32>) -> (tensor<4x3xf32>, te
   %t2 = graph.transpose %v perm [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>
   func.return %a2, %t2 : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// A grouped 1x1 conv with 68 channels per group (4-channel panels at width 8) over 14x14 pixels
+// is a batched matmul [G, O/G, C/G] x [N, G, C/G, H*W], its weight a reshape (not lifted: a view).
+// CHECK-LABEL: func.func @grouped_pointwise
+// CHECK:         %[[N:.*]] = graph.dim %x, 0
+// CHECK-NEXT:    %[[X:.*]] = graph.reshape %x dims(%[[N]]) : tensor<?x272x14x14xf32> -> tensor<?x4x68x196xf32>
+// CHECK-NEXT:    %[[W:.*]] = graph.reshape %w : tensor<272x68x1x1xf32> -> tensor<4x68x68xf32>
+// CHECK-NEXT:    %[[M:.*]] = graph.matmul %[[W]], %[[X]] : (tensor<4x68x68xf32>, tensor<?x4x68x196xf32>) -> tensor<?x4x68x196xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.reshape %b : tensor<272xf32> -> tensor<4x68x1xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.add %[[M]], %[[B]]
+// CHECK-NEXT:    %[[Y:.*]] = graph.reshape %[[A]] dims(%[[N]]) : tensor<?x4x68x196xf32> -> tensor<?x272x14x14xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @grouped_pointwise(%x: tensor<?x272x14x14xf32>) -> tensor<?x272x14x14xf32> {
+  %w = graph.param "w" : tensor<272x68x1x1xf32>
+  %b = graph.param "b" : tensor<272xf32>
+  %y = graph.conv2d %x, %w, %b group 4 : (tensor<?x272x14x14xf32>, tensor<272x68x1x1xf32>, tensor<272xf32>) -> tensor<?x272x14x14xf32>
+  func.return %y : tensor<?x272x14x14xf32>
+}

@@ -147,3 +147,31 @@ def test_an_artifact_stores_the_packed_weights(tmp_path):
     art = runtime.load(tmp_path / "convs.so")
     x = rand(2, 3, 10, 10)
     np.testing.assert_allclose(art(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_pointwise_conv_becomes_a_batched_matmul(tmp_path):
+    """ShuffleNet's grouped 1x1 convs (68 channels per group: narrow panels) run as a batched
+    matmul over the pixels: same result as onnxruntime at two batch sizes from one compile;
+    the 7x7 one (too few pixels for the matmul) and the 3x3 one stay convs."""
+    rng = np.random.default_rng(3)
+    inits, nodes = [], []
+    for k, (o, cg, ksz) in enumerate([(272, 68, 1), (272, 68, 3)]):
+        inits += [numpy_helper.from_array(rng.standard_normal((o, cg, ksz, ksz)).astype(np.float32) * 0.2, f"w{k}"),
+                  numpy_helper.from_array(rng.standard_normal(o).astype(np.float32), f"b{k}")]
+        nodes += [helper.make_node("Conv", [f"x{k}", f"w{k}", f"b{k}"], [f"c{k}"], group=4, pads=[ksz // 2] * 4),
+                  helper.make_node("Relu", [f"c{k}"], [f"x{k + 1}"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["n", 272, 14, 14])],
+                          [helper.make_tensor_value_info("x2", TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    from minimlir.frontend.api import load
+
+    module = load(path).module
+    driver.lower(module, "graph-pack-weights{width=16}")
+    names = [o.name for o in module.walk()]
+    assert names.count("graph.matmul") == 1 and names.count("graph.conv2d") == 1
+    m = compile(path, cache=False)
+    sess = ort.InferenceSession(str(path))
+    for n in (1, 3):
+        x = rand(n, 272, 14, 14)
+        np.testing.assert_allclose(m(x)[0], sess.run(None, {"x0": x})[0], rtol=1e-4, atol=1e-4)
