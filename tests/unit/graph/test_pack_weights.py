@@ -175,3 +175,33 @@ def test_grouped_pointwise_conv_becomes_a_batched_matmul(tmp_path):
     for n in (1, 3):
         x = rand(n, 272, 14, 14)
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x0": x})[0], rtol=1e-4, atol=1e-4)
+
+
+def test_per_channel_scale_and_shift_fold_into_the_conv(tmp_path):
+    """conv -> Mul by a per-channel weight -> Add of one (a batch norm the exporter left as Mul and
+    Add, Inception-v2) is one conv with W*s, b*s + t (computed once): same result as onnxruntime;
+    a Mul by an input, or by a per-pixel weight, stays."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((32, 8, 3, 3)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b"),
+             numpy_helper.from_array(rng.standard_normal((32, 1, 1)).astype(np.float32), "s"),
+             numpy_helper.from_array(rng.standard_normal((1, 32, 1, 1)).astype(np.float32), "t"),
+             numpy_helper.from_array(rng.standard_normal((1, 1, 6, 6)).astype(np.float32), "p")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4),
+             helper.make_node("Mul", ["s", "c"], ["m"]), helper.make_node("Add", ["m", "t"], ["a"]),
+             helper.make_node("Conv", ["a", "w2"], ["c2"], pads=[1] * 4), helper.make_node("Mul", ["c2", "p"], ["y"])]
+    inits.append(numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w2"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "bn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    from minimlir.frontend.api import load
+
+    module = load(path).module
+    driver.lower(module, "graph-pack-weights,graph-lift-params")
+    main = next(f for f in module.ops if f.sym_name.data == "main")
+    names = [o.name for o in main.walk()]
+    assert names.count("graph.conv2d") == 2 and names.count("graph.mul") == 1 and "graph.add" not in names
+    m = compile(path, cache=False)
+    x = rand(2, 8, 6, 6)
+    np.testing.assert_allclose(m(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-4, atol=1e-3)
