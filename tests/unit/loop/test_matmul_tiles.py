@@ -259,3 +259,32 @@ func.func @main(%q: tensor<1x2x197x64xf32>, %k: tensor<1x2x197x64xf32>) -> tenso
     q, k = rand(1, 2, 197, 64), rand(1, 2, 197, 64, seed=1)
     got = _compile(text).main(q, k)
     np.testing.assert_allclose(got, q @ k.transpose(0, 1, 3, 2) / 8, rtol=1e-4, atol=1e-4)
+
+
+def test_one_row_block_runs_the_batch_loop_in_parallel():
+    """[4, 34, 34] x [1, 4, 34, 784] (ShuffleNet's grouped 1x1 conv as a matmul): 34 rows are one
+    row block, so the parallel loop is the batch of 4 (it was the one-iteration row-block loop:
+    the second thread idled); the 128-row matmul keeps its row blocks parallel. Same result."""
+    from minimlir.dialects import loop
+
+    text = ("func.func @main(%a: tensor<4x34x34xf32>, %b: tensor<1x4x34x784xf32>, %c: tensor<128x64xf32>,"
+            " %d: tensor<64x32xf32>) -> (tensor<1x4x34x784xf32>, tensor<128x32xf32>) {\n"
+            "  %y = graph.matmul %a, %b : (tensor<4x34x34xf32>, tensor<1x4x34x784xf32>) -> tensor<1x4x34x784xf32>\n"
+            "  %z = graph.matmul %c, %d : (tensor<128x64xf32>, tensor<64x32xf32>) -> tensor<128x32xf32>\n"
+            "  func.return %y, %z : tensor<1x4x34x784xf32>, tensor<128x32xf32>\n}")
+    m = H.legalize(text)
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    kernels = {k.sym_name.data: k for k in m.ops if "loop.kernel" in k.attributes}
+    for name, ub in (("matmul_0", 4), ("matmul_1", None)):
+        par = [f for f in kernels[name].walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+        assert len(par) == 1, name
+        if ub is not None:
+            assert par[0].ub.owner.value.value.data == ub  # the batch loop, 4 groups
+        else:
+            assert par[0].ub.owner.value.value.data != 1
+    if native_ok:
+        prog = _compile(text)
+        ins = [rand(4, 34, 34), rand(1, 4, 34, 784), rand(128, 64), rand(64, 32)]
+        y, z = prog.main(*ins)
+        np.testing.assert_allclose(y, ins[0] @ ins[1], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(z, ins[2] @ ins[3], rtol=1e-4, atol=1e-4)

@@ -152,7 +152,19 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
     if parallel:
         nb = len(b.bindings)
-        transaction.attempt(kernel, lambda s: s.parallel(s.get_loops(s.get_block(bname))[nb - 3]))
+        row_blocks = -(-m_ext // mc) if m_ext is not None else None
+
+        def par(s: Schedule) -> None:
+            loops = s.get_loops(s.get_block(bname))
+            target = loops[nb - 3]
+            if row_blocks is not None and row_blocks < 2:
+                # one row block (ShuffleNet's grouped 1x1 convs as matmuls: 4 x 34 rows): the
+                # batch loop is where the work splits, else the second thread idles
+                batch = [lp for lp in loops[:nb - 3] if (const_index(lp.ub) or 0) >= 2]
+                target = batch[0] if batch else target
+            s.parallel(target)
+
+        transaction.attempt(kernel, par)
     ragged: list[str] = []  # blocks whose row tile loop got the constant trip count mr
     if choose("matmul.clamp_rows", k.clamp_rows) and not small:
         ragged = _exact_row_tiles(kernel, bname, mr)
