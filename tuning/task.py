@@ -9,6 +9,8 @@ loop-fuse); every `loop.kernel` function is one kernel. A task is a class of str
 kernels: the key hashes the kernel's printed IR with its name and value names dropped (weights are
 kernel arguments, so they never enter the key), its weight is the number of `graph.call_kernel`
 sites calling a kernel of the class (calls per model run), its FLOPs are counted on concrete shapes.
+Kernels only graph-lift-params' functions call (weights packed once, when they are bound) are not
+tasks: they are not part of a run.
 
 Dynamic dims (an ONNX `dim_param` such as "batch") stay dynamic in the kernel that is compiled and
 keyed; to measure it, the tuner needs sizes: for an ONNX model the same model is imported once more
@@ -26,7 +28,7 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-PREFIX = "graph-fuse-legalize"  # a named pipeline (minimlir.compiler.pipelines)
+PREFIX = "compile-whole-module"  # the compile pipeline's own prefix: the kernels it schedules, keyed the same
 
 
 @dataclass
@@ -92,14 +94,20 @@ def structural_key(kernel: func.FuncOp) -> str:
     return hashlib.sha256(normalized_text(kernel).encode()).hexdigest()[:20]
 
 
-def call_counts(module: ModuleOp) -> dict[str, int]:
+def call_counts(module: ModuleOp, lifted: bool = False) -> dict[str, int]:
+    """Calls of each kernel by the model's functions (`lifted`: by graph-lift-params' functions,
+    which run once when the weights are bound, instead)."""
     from minimlir.dialects import graph
+    from minimlir.passes.graph.lift_params import PARAMS_OF
 
     out: dict[str, int] = {}
-    for op in module.walk():
-        if isinstance(op, graph.CallKernelOp):
-            name = op.callee.root_reference.data if hasattr(op.callee, "root_reference") else str(op.callee)
-            out[name] = out.get(name, 0) + 1
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or (PARAMS_OF in fn.attributes) != lifted:
+            continue
+        for op in fn.walk():
+            if isinstance(op, graph.CallKernelOp):
+                name = op.callee.root_reference.data if hasattr(op.callee, "root_reference") else str(op.callee)
+                out[name] = out.get(name, 0) + 1
     return out
 
 
@@ -150,9 +158,12 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
     if static is not None:
         twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static))}
     counts = call_counts(module)
+    once = set(call_counts(module, lifted=True)) - set(counts)  # packing weights at bind time: not tuned
     tasks: dict[str, Task] = {}
     for k in kernels_of(module):
         name = k.sym_name.data
+        if name in once:
+            continue
         key = structural_key(k)
         if key in tasks:
             tasks[key].weight += counts.get(name, 1)

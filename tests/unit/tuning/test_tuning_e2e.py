@@ -91,3 +91,21 @@ def test_tune_resume_and_apply_best(tmp_path, capsys):
     r = subprocess.run([sys.executable, "-m", "minimlir.tools.mini_run", str(model), "--tuning-db",
                         str(tmp_path / "missing.jsonl"), "--random-inputs"], capture_output=True, text=True)
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_conv_record_applies_to_the_packed_conv_kernel(tmp_path, capsys):
+    """The tuner keys the kernels the compile pipeline schedules: the conv with its weight packed
+    (graph-pack-weights), and not the packing, which runs once when the weights are bound (a
+    regression: tasks came from a shorter prefix, so no conv record matched at compile time)."""
+    from minimlir.frontend import compile as compile_model
+
+    model, db = "examples/conv_add_relu.onnx", tmp_path / "c.jsonl"
+    assert mini_tune.main([model, "--db", str(db), "--trials", "3", *COMMON]) == 0
+    capsys.readouterr()
+    compiled = compile_model(model, tuning_db=str(db), cache=False)
+    assert f"tuning: 1 of 1 kernels from {db}" in capsys.readouterr().err
+    import onnxruntime as ort
+
+    x = np.random.default_rng(2).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    (ref,) = ort.InferenceSession(model).run(None, {"x": x})
+    np.testing.assert_allclose(compiled(x)[0], ref, rtol=1e-4, atol=1e-4)

@@ -47,3 +47,10 @@ def test_dynamic_onnx_dims_are_bound_for_measuring():
     assert first.shapes[0] == [4, 64] and first.shapes[-1] == [4, 128]
     assert "?x64xf32" in first.kernel_text  # the compiled (dynamic) kernel is the one keyed
     assert first.flops == 2 * 4 * 64 * 128 + 2 * 4 * 128
+
+
+def test_weight_packing_at_bind_time_is_not_a_task():
+    """conv_add_relu.onnx's weight is packed by graph-lift-params' function (once, when the weights
+    are bound): only the conv kernel the model runs is a task."""
+    tasks = extract_tasks("examples/conv_add_relu.onnx", dims={"batch": 1})
+    assert [t.rule for t in tasks] == ["conv2d"] and tasks[0].weight == 1
