@@ -75,6 +75,7 @@ from xdsl.printer import Printer
 from minimlir.compiler import driver as _driver
 from minimlir.compiler.cache_key import cache_key
 from minimlir.compiler.context import make_context
+from minimlir.passes.graph.lift_params import PARAMS_OF
 from minimlir.compiler.discovery import pass_registry  # noqa: F401 (re-exported)
 from minimlir.compiler.driver import LowerResult
 from minimlir.compiler.errors import CompileError, InputError
@@ -244,7 +245,7 @@ def graph_functions(module: ModuleOp) -> list[func.FuncOp]:
         if isinstance(op, func.FuncOp)
         and (op.sym_visibility is None or op.sym_visibility.data == "public")
         and "loop.kernel" not in op.attributes
-        and "graph.params_of" not in op.attributes  # graph-lift-params': the runtime calls it
+        and PARAMS_OF not in op.attributes  # graph-lift-params': the runtime calls it
         and not op.is_declaration
     ]
 

@@ -66,13 +66,13 @@ def open_db(path: str | os.PathLike):
 def apply_records(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None = None) -> ApplySummary:
     """Attach the best record's knobs to every kernel of `module` that has one (see the docstring)."""
     from minimlir.passes.loop.schedule.default.knobs import read_assignment, set_assignment
-    from minimlir.tuning.task import call_counts, kernels_of, structural_key
+    from minimlir.tuning.task import bind_time_kernels, kernels_of, structural_key
 
     db = open_db(db_path)
     db.records()
     cpu = cpu or host_fingerprint()
     s = ApplySummary(str(db_path), skipped_lines=db.skipped)
-    once = set(call_counts(module, lifted=True)) - set(call_counts(module))  # weight packing: not tasks
+    once = bind_time_kernels(module)
     for k in kernels_of(module):
         if k.sym_name.data in once:
             continue

@@ -111,6 +111,11 @@ def call_counts(module: ModuleOp, lifted: bool = False) -> dict[str, int]:
     return out
 
 
+def bind_time_kernels(module: ModuleOp) -> set[str]:
+    """Kernels only graph-lift-params' functions call (weights packed once, when bound): not tasks."""
+    return set(call_counts(module, lifted=True)) - set(call_counts(module))
+
+
 def _prefixed(model: Any, params=None) -> ModuleOp:
     from minimlir.frontend import api
 
@@ -158,7 +163,7 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
     if static is not None:
         twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static))}
     counts = call_counts(module)
-    once = set(call_counts(module, lifted=True)) - set(counts)  # packing weights at bind time: not tuned
+    once = bind_time_kernels(module)
     tasks: dict[str, Task] = {}
     for k in kernels_of(module):
         name = k.sym_name.data

@@ -62,9 +62,9 @@ def _liftable(op: Operation) -> bool:
             and op.has_trait(Pure) and all(_static_tensor(r) for r in op.results))
 
 
-def weight_only(v: SSAValue, _memo: dict | None = None) -> bool:
+def weight_only(v: SSAValue) -> bool:
     """`v` is computed from graph.param / graph.constant values only (by liftable ops)."""
-    memo = {} if _memo is None else _memo
+    memo: dict[SSAValue, bool | None] = {}
     stack, order = [v], []
     while stack:  # iterative: weight chains can be long
         u = stack.pop()

@@ -12,10 +12,10 @@ graph-lift-params then runs once, at load time, instead of in every call:
 First a per-channel Mul and Add after a conv (a batch norm left as such) fold into its weight
 and bias (`_fold_scale_shift`). A grouped 1x1 conv (stride 1, no padding) whose channels per
 group the panels fit badly (T below two full vectors: ShuffleNet's 68 and 34 channels per
-group) becomes a batched matmul over
-the pixels instead, [G, O/G, C/G] x [N, G, C/G, H*W] (the weight a free reshape): the matmul
-rule vectorizes along the H*W pixels, which measured 1.5-2x faster than narrow channel panels
-(only with at least 4 vectors of pixels: at 7x7 the conv stays faster).
+group) becomes a batched matmul over the pixels instead, [G, O/G, C/G] x [N, G, C/G, H*W] (the
+weight a free reshape): the matmul rule vectorizes along the H*W pixels, which measured 1.5-2x
+faster than narrow channel panels (only with at least 4 vectors of pixels: at 7x7 the conv stays
+faster).
 
 The panel T is the one the conv2d schedule rule's vector path packs its weights in by default
 (`conv_weight_tile`: nv vectors of the target's width): with it the rule reads the weight as it
@@ -104,7 +104,7 @@ def _fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
     return op
 
 
-def _as_matmul(op: graph.Conv2dOp, width: int) -> bool:
+def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     """Rewrite a grouped 1x1 conv as a batched matmul (see the module docstring) when it pays."""
     from minimlir.passes.loop.schedule.default.conv2d import conv_weight_tile
 
@@ -116,7 +116,7 @@ def _as_matmul(op: graph.Conv2dOp, width: int) -> bool:
             or list(op.dilations.get_values()) != [1, 1] or o % group):
         return False
     og, hw = o // group, xs[2] * xs[3]
-    if conv_weight_tile(og, _config_for(width)) >= 2 * width or hw < 4 * width:
+    if conv_weight_tile(og, cfg) >= 2 * cfg.width or hw < 4 * cfg.width:
         return False
     elt = op.input.type.get_element_type()  # type: ignore[union-attr]
     new: list = []
@@ -167,9 +167,11 @@ class GraphPackWeightsPass(ModulePass):
         for conv in [o for o in op.walk() if isinstance(o, graph.Conv2dOp)]:
             if conv.tile or not isinstance(conv.weight.type, TensorType):
                 continue
-            if weight_only(conv.weight) and (conv.bias is None or weight_only(conv.bias)):
-                conv = _fold_scale_shift(conv)
-            if weight_only(conv.weight) and _as_matmul(conv, cfg.width):
+            if not weight_only(conv.weight):  # computed per call: nothing to do once
+                continue
+            if conv.bias is None or weight_only(conv.bias):
+                conv = _fold_scale_shift(conv)  # W*s stays weight-only
+            if _as_matmul(conv, cfg):
                 continue
             o, c, _, _ = conv.weight_shape()
             group = conv.group.value.data
@@ -178,5 +180,5 @@ class GraphPackWeightsPass(ModulePass):
             if c == 1 and o == group:  # depthwise: the rows rule
                 continue
             tile = conv_weight_tile(o // group, cfg)
-            if tile and weight_only(conv.weight):
+            if tile:
                 _pack(conv, tile)

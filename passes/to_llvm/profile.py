@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from minimlir.passes.graph.lift_params import PARAMS_FUNCTIONS
+
 COUNTERS = "minimlir_prof_counters"
 MAX_KERNELS = 4096
 PTR = llvm.LLVMPointerType()
@@ -60,7 +62,7 @@ def instrument(module: ModuleOp) -> list[dict]:
     """Instrument the kernel calls of `module`'s public functions; the kernel table by id."""
     defined = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks}
     kernels: dict[str, int] = {}
-    lifters = module.attributes.get("graph.params_functions")  # graph-lift-params': run once, at bind
+    lifters = module.attributes.get(PARAMS_FUNCTIONS)  # graph-lift-params': run once, at bind
     skip = {a.data for a in lifters.data} if isinstance(lifters, ArrayAttr) else set()
     publics = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks
                and op.linkage.linkage.data not in ("internal", "private") and op.sym_name.data not in skip]

@@ -64,6 +64,14 @@ def test_packed_weight_shape_is_verified():
         parse(text).verify()
 
 
+def _save(path, nodes, inits, x: str, x_shape, y: str):
+    """An opset-13 model of `nodes` with one float input and output, saved at `path`."""
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(x, TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
 def _conv_model(path, convs, seed=0):
     """x -> conv -> relu -> conv -> … (each (O, C/group, K, group, stride)), random weights as initializers."""
     rng = np.random.default_rng(seed)
@@ -76,10 +84,7 @@ def _conv_model(path, convs, seed=0):
                                       pads=[ksz // 2] * 4, strides=[stride] * 2))
         nodes.append(helper.make_node("Relu", [f"c{k}"], [f"r{k}"]))
         name = f"r{k}"
-    g = helper.make_graph(nodes, "convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", convs[0][1] * convs[0][3], 10, 10])],
-                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
-    return path
+    return _save(path, nodes, inits, "x", ["n", convs[0][1] * convs[0][3], 10, 10], name)
 
 
 CONVS = [(32, 3, 3, 1, 1), (64, 32, 1, 1, 1), (64, 1, 3, 64, 1), (32, 16, 3, 4, 2), (48, 32, 3, 1, 1)]
@@ -160,10 +165,7 @@ def test_grouped_pointwise_conv_becomes_a_batched_matmul(tmp_path):
                   numpy_helper.from_array(rng.standard_normal(o).astype(np.float32), f"b{k}")]
         nodes += [helper.make_node("Conv", [f"x{k}", f"w{k}", f"b{k}"], [f"c{k}"], group=4, pads=[ksz // 2] * 4),
                   helper.make_node("Relu", [f"c{k}"], [f"x{k + 1}"])]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["n", 272, 14, 14])],
-                          [helper.make_tensor_value_info("x2", TensorProto.FLOAT, None)], inits)
-    path = tmp_path / "g.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    path = _save(tmp_path / "g.onnx", nodes, inits, "x0", ["n", 272, 14, 14], "x2")
     from minimlir.frontend.api import load
 
     module = load(path).module
@@ -191,10 +193,7 @@ def test_per_channel_scale_and_shift_fold_into_the_conv(tmp_path):
              helper.make_node("Mul", ["s", "c"], ["m"]), helper.make_node("Add", ["m", "t"], ["a"]),
              helper.make_node("Conv", ["a", "w2"], ["c2"], pads=[1] * 4), helper.make_node("Mul", ["c2", "p"], ["y"])]
     inits.append(numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w2"))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8, 6, 6])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    path = tmp_path / "bn.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    path = _save(tmp_path / "bn.onnx", nodes, inits, "x", ["n", 8, 6, 6], "y")
     from minimlir.frontend.api import load
 
     module = load(path).module
