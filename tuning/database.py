@@ -13,6 +13,11 @@ A record (`make_record`):
      "time": "2026-12-01T09:20:00Z", "compiler": "minimlir 0.1.0 / xdsl 0.74.0", "run": "<id>",
      "default": true, "flops": 2.3e8, "weight": 4, "features": […]}
 
+A run ends with one `"kind": "confirm"` record per task whose search found something faster than the
+default: the verdict of re-timing its best few candidates side by side with the default
+(tuner.confirm; `knobs` the winner, possibly the default's own, `times` and `default_times` from those
+interleaved rounds).
+
 Run markers (`"kind": "run"`, `"status": "started" | "finished"`) bracket one `mini-tune` run, so an
 interrupted run (a start without a finish) can be resumed. Two writers may append at once: each batch
 is one `write` of whole lines on an O_APPEND descriptor under an exclusive `flock`. A corrupt line
@@ -21,7 +26,9 @@ raises `DatabaseError` naming `file:line` instead.
 
 Lookup (`best`): records of the task key without an error, on the exact CPU (name and feature flags)
 first, then on any CPU of the same ISA class (`isa_class`: avx512 / avx2 / avx / sse), else none;
-a record whose knobs are no longer legal for the current rules (`check_assignment`) is passed over.
+at each of those levels the latest confirmation wins over the fastest measurement (the fastest of
+hundreds of noisy measurements is partly the luckiest one). A record whose knobs are no longer legal
+for the current rules (`check_assignment`) is passed over.
 """
 
 from __future__ import annotations
@@ -167,11 +174,22 @@ class Database:
              defaults: dict | None = None) -> dict[str, Any] | None:
         from minimlir.passes.loop.schedule.default.knobs import check_assignment
 
-        recs = [r for r in self.measurements(task) if cost(r) < float("inf")
-                and check_assignment(r.get("knobs", {}), facts, defaults) is None]
-        exact = [r for r in recs if same_cpu(r.get("cpu", {}), cpu)]
-        pool = exact or [r for r in recs if isa_class(r.get("cpu", {})) == isa_class(cpu)]
-        return min(pool, key=cost) if pool else None
+        def usable(r):
+            return cost(r) < float("inf") and check_assignment(r.get("knobs", {}), facts, defaults) is None
+
+        recs = [r for r in self.measurements(task) if usable(r)]
+        confirms = [r for r in self.confirmations(task) if usable(r)]
+        for match in (lambda c: same_cpu(c, cpu), lambda c: isa_class(c) == isa_class(cpu)):
+            conf = [r for r in confirms if match(r.get("cpu", {}))]
+            if conf:
+                return conf[-1]  # the latest confirmation is the verdict (see tuner.confirm)
+            pool = [r for r in recs if match(r.get("cpu", {}))]
+            if pool:
+                return min(pool, key=cost)
+        return None
+
+    def confirmations(self, task: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.records() if r.get("kind") == "confirm" and (task is None or r.get("task") == task)]
 
     # -- runs
     def runs(self) -> list[dict[str, Any]]:
@@ -196,7 +214,8 @@ class Database:
 
 
 def distill(src: Database, dst: str | os.PathLike) -> int:
-    """Keep the best record per (task, CPU) without features; returns how many."""
+    """Keep the best measurement per (task, CPU) and the confirmations, without features; returns how
+    many records that is."""
     best: dict[tuple, dict] = {}
     for r in src.measurements():
         if cost(r) == float("inf"):
@@ -204,7 +223,9 @@ def distill(src: Database, dst: str | os.PathLike) -> int:
         k = (r["task"], r.get("cpu", {}).get("cpu"), r.get("cpu", {}).get("features"))
         if k not in best or cost(r) < cost(best[k]):
             best[k] = r
-    out = [{k: v for k, v in r.items() if k != "features"} for r in best.values()]
+    # every confirmation (one per task and run: few), in order: which of them is the verdict depends
+    # on the rules' legality checks at lookup time
+    out = [{k: v for k, v in r.items() if k != "features"} for r in [*best.values(), *src.confirmations()]]
     d = Database(dst)
     if d.path.exists() and d.path.resolve() == src.path.resolve():
         raise DatabaseError(f"{dst}: distill into a new file, not into its source")
@@ -240,14 +261,20 @@ def show(db: Database) -> str:
         row["best"] = min(row["best"], cost(r))
         if r.get("default"):
             row["default"] = min(row["default"], cost(r))
+    for r in db.confirmations():  # the confirmed verdict replaces the search's numbers
+        row = rows.get((r["task"], r.get("cpu", {}).get("cpu", "?")))
+        if row is not None and r.get("times") and r.get("default_times"):
+            row["best"], row["default"], row["confirmed"] = min(r["times"]), min(r["default_times"]), True
     lines = [f"{'task':32} {'key':20} {'cpu':10} {'trials':>6} {'default':>10} {'best':>10} {'speedup':>7}  errors"]
     for (key, cpu), row in sorted(rows.items(), key=lambda kv: kv[1]["name"]):
         finite = row["best"] < float("inf") and row["default"] < float("inf")
         sp = row["default"] / row["best"] if finite else float("nan")
         errs = ", ".join(f"{e} {n}" for e, n in sorted(row["err"].items())) or "-"
         lines.append(f"{row['name'][:32]:32} {key:20} {cpu[:10]:10} {row['n']:6d} {_ms(row['default']):>10} "
-                     f"{_ms(row['best']):>10} {sp:7.2f}  {errs}")
+                     f"{_ms(row['best']):>10} {sp:7.2f}{'*' if row.get('confirmed') else ' '} {errs}")
     runs = db.runs()
+    if any(row.get("confirmed") for row in rows.values()):
+        lines.append("* confirmed: best and default re-measured side by side at the end of a run")
     lines.append(f"{len(rows)} task(s), {len(db.measurements())} record(s), "
                  f"{len({r['run'] for r in runs})} run(s)" + (f"; {db.skipped_note()}" if db.skipped else ""))
     return "\n".join(lines)

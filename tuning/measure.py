@@ -347,6 +347,25 @@ class LocalExecutor:
             results.append(r)
         return results
 
+    def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[float]]:
+        """Times of already measured candidates again, built once and run in `rounds` interleaved
+        rounds (a, b, c, a, b, c, ...), so that a slow spell of the machine hits all of them alike.
+        One list of per-call seconds per assignment (empty where a build or run failed)."""
+        builds = self.build(task, assignments)
+        times: list[list[float]] = [[] for _ in assignments]
+        dead = [b["error"] != OK for b in builds]
+        for _ in range(rounds):
+            for i, b in enumerate(builds):
+                if dead[i]:
+                    continue
+                out = self.run(task, b, save_outputs=False)
+                if out["error"] != OK:
+                    dead[i], times[i] = True, []
+                    continue
+                times[i].extend(out["times"])
+                self.timed_cpu += float(out.get("timed_cpu", 0.0))
+        return times
+
     def _run_checked(self, task: Task, r: MeasureResult, out: dict) -> MeasureResult:
         """Check a run's result (`out`) against the reference outputs."""
         r.run_seconds = out.get("seconds", 0.0)

@@ -101,6 +101,7 @@ class TaskSearch:
         self.history: list[tuple[int, float]] = []  # (trials so far, best cost) after each trial
         self.global_trials: list[int] = []  # the run's trial number of each of those trials
         self.exhausted = False
+        self.confirmed = False  # best_cost and default_cost re-measured side by side (tuner.confirm)
 
     def propose(self, n: int, features: Callable[[list[dict]], list] | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -86,6 +86,37 @@ def test_records_that_no_longer_apply_are_passed_over(tmp_path):
     assert db.best("t1", CPU)["knobs"] == {"matmul.mr": 6}
 
 
+def confirm_rec(task="t1", knobs=None, times=(1.0,), default_times=(1.0,), cpu=CPU):
+    return {"v": 1, "kind": "confirm", "task": task, "task_name": task, "rule": "matmul", "cpu": cpu,
+            "knobs": knobs if knobs is not None else {"matmul.mr": 4}, "times": list(times),
+            "default_times": list(default_times), "error": "OK", "default": False, "time": D.now(), "run": "r"}
+
+
+def test_a_confirmation_outranks_a_faster_measurement(tmp_path):
+    """The search's fastest record can be a lucky one that loses to the default when re-timed side by
+    side; the run's confirmation is the verdict (a regression: applying a database made kernels
+    slower than the default schedule)."""
+    db = D.Database(tmp_path / "t.jsonl")
+    db.append([rec(knobs={"matmul.mr": 8}, times=(0.8,)), rec(knobs={"matmul.mr": 4}, times=(1.0,), default=True),
+               confirm_rec(knobs={"matmul.mr": 4}, times=(1.0,), default_times=(1.0,)),
+               confirm_rec(knobs={"matmul.mr": 2}, times=(0.9,), default_times=(1.0,), cpu=OTHER_AVX2)])
+    assert db.best("t1", CPU)["knobs"] == {"matmul.mr": 4}
+    assert db.best("t1", CPU)["kind"] == "confirm"
+    # an exact-CPU measurement still beats a confirmation made on another CPU of the class
+    assert db.best("t1", dict(CPU, cpu="zen4"))["knobs"] == {"matmul.mr": 2}
+    db.append([rec(task="t3", knobs={"matmul.mr": 2}, times=(1.0,), cpu=OTHER_AVX2)])
+    assert db.best("t1", OTHER_AVX2)["kind"] == "confirm"
+    # the latest confirmation wins; one whose knobs no longer apply is passed over
+    db.append([confirm_rec(knobs={"matmul.mr": 6}, times=(0.95,))])
+    text = D.show(db)  # the confirmed numbers, marked
+    assert "* confirmed" in text and "1.05*" in text
+    db.append([confirm_rec(knobs={"matmul.gone": 1})])
+    assert db.best("t1", CPU)["knobs"] == {"matmul.mr": 6}
+    # distill keeps the verdicts
+    assert D.distill(db, tmp_path / "d.jsonl") == 6
+    assert D.Database(tmp_path / "d.jsonl").best("t1", CPU)["knobs"] == {"matmul.mr": 6}
+
+
 def test_run_markers_tell_interrupted_from_finished(tmp_path):
     db = D.Database(tmp_path / "t.jsonl")
     db.append([{"kind": "run", "status": "started", "run": "a", "model_hash": "m"}])

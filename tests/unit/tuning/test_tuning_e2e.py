@@ -74,7 +74,14 @@ def test_tune_resume_and_apply_best(tmp_path, capsys):
     m = _prefixed(str(model))
     (k,) = kernels_of(m)
     best = Database(db).best(structural_key(k), host_fingerprint())
-    assert cost(best) == min(cost(r) for r in meas)
+    # the run ended with a confirmation unless the default was the fastest: then that is the verdict
+    confirms = [r for r in lines if r["kind"] == "confirm"]
+    fastest = min(meas, key=cost)
+    if fastest["default"]:
+        assert not confirms and best == fastest
+    else:
+        assert len(confirms) == 1 and best == confirms[0] and len(confirms[0]["default_times"]) == 3 * 3
+        assert best["default"] or best["knobs"] in [r["knobs"] for r in sorted(meas, key=cost)[:4]]
     summary = apply_records(m, db)
     assert summary.line() == f"tuning: 1 of 1 kernels from {db}"
     assert summary.by_kernel[k.sym_name.data]["knobs"] == best["knobs"]

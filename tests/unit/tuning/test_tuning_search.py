@@ -74,3 +74,56 @@ def test_scheduler_warms_up_round_robin_then_follows_the_gradient():
     assert sch.next() is heavy
     assert sch.gradient(heavy) < sch.gradient(light) < 0
     assert math.isclose(sch.total_latency(), 11.0)
+
+
+class _Retimer:
+    """An executor whose re-measurement gives each candidate a fixed time (the machine, quiet)."""
+
+    def __init__(self, true_cost):
+        self.true_cost, self.calls = true_cost, []
+
+    def remeasure(self, task, assignments, rounds):
+        self.calls.append((task.key, [dict(a) for a in assignments], rounds))
+        return [[self.true_cost(a)] * rounds * 3 for a in assignments]
+
+
+def _searched(measured):
+    s = TaskSearch(task(), None, np.random.default_rng(0))
+    s.update([MeasureResult(a, times=[c]) for a, c in measured])
+    return s
+
+
+def test_confirmation_keeps_the_default_when_the_lucky_best_loses_side_by_side():
+    """The search measured a candidate faster than the default once (a quiet moment); re-timed side
+    by side it is slower, so the verdict is the default (a regression: the tuned ResNet-50 was slower
+    than the default schedule)."""
+    from minimlir.tuning.tuner import confirm
+
+    lucky, other = dict(DEFAULTS, **{"matmul.mr": 4}), dict(DEFAULTS, **{"matmul.mr": 2})
+    s = _searched([(DEFAULTS, 1.0), (lucky, 0.8), (other, 0.9)])
+    assert s.speedup == 1.25
+    truth = {akey(DEFAULTS): 1.0, akey(lucky): 1.1, akey(other): 1.05}
+    ex = _Retimer(lambda a: truth[akey(a)])
+    (rec,) = confirm(ex, [s], CPU_FP, "run1", top=2, rounds=3)
+    (key, asked, rounds), = ex.calls
+    assert asked == [DEFAULTS, lucky, other] and rounds == 3  # the default and the best two, by recorded cost
+    assert rec["kind"] == "confirm" and rec["default"] and rec["knobs"] == DEFAULTS
+    assert min(rec["times"]) == 1.0 and min(rec["default_times"]) == 1.0
+    assert s.best == DEFAULTS and s.speedup == 1.0 and s.confirmed
+
+
+def test_confirmation_keeps_a_candidate_that_beats_the_default_side_by_side():
+    from minimlir.tuning.tuner import confirm
+
+    a, b = dict(DEFAULTS, **{"matmul.mr": 4}), dict(DEFAULTS, **{"matmul.mr": 2})
+    s = _searched([(DEFAULTS, 1.0), (a, 0.7), (b, 0.8)])
+    truth = {akey(DEFAULTS): 1.0, akey(a): 0.9, akey(b): 0.6}
+    (rec,) = confirm(_Retimer(lambda x: truth[akey(x)]), [s], CPU_FP, "run1", top=3, rounds=2)
+    assert rec["knobs"] == b and not rec["default"] and rec["task"] == "t"
+    assert s.best == b and abs(s.speedup - 1 / 0.6) < 1e-9
+    # nothing to confirm where the default is already the best
+    s2 = _searched([(DEFAULTS, 1.0), (a, 1.2)])
+    assert confirm(_Retimer(lambda x: 1.0), [s2], CPU_FP, "run1") == [] and not s2.confirmed
+
+
+CPU_FP = {"cpu": "znver4", "features": "avx512f", "cores": 2, "llvm": "20", "node": "a"}
