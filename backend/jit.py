@@ -348,11 +348,12 @@ def split_ir(ir_text: str, parts: int) -> list[str] | None:
 
 
 def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: int | None = None,
-                  target: Any = None) -> tuple[list[bytes], str]:
+                  target: Any = None, with_ir: bool = True) -> tuple[list[bytes], str]:
     """Optimize and code-generate `ir_text` in parts in parallel: (objects, optimized IR of the parts
     joined by PART_MARKER). One part (no child process) when the module is small or one core.
     `target`: an artifact's backend/_target.py Target (`tm` is its machine_for): the children make
-    position-independent code for it instead of the JIT's host code."""
+    position-independent code for it instead of the JIT's host code. `with_ir=False` (one part only):
+    no optimized IR text (printing it costs a good share of a small module's codegen), "" instead."""
     if parts is None:
         env = os.environ.get("MINIMLIR_LLVM_JOBS", "")
         if env.isdigit() and int(env) > 0:
@@ -366,7 +367,7 @@ def compile_split(ir_text: str, tm: llvm.TargetMachine, opt_level: int, parts: i
         with _llvm_lock:
             mod = parse_ir(ir_text)
             optimize(mod, tm, opt_level)
-            return [tm.emit_object(mod)], str(mod)
+            return [tm.emit_object(mod)], str(mod) if with_ir else ""
     cmd = [sys.executable, "-m", "minimlir.backend._llvm_worker", _target.host_triple(), _target.host_cpu(),
            _target.host_features(), str(opt_level)]
     if target is not None:

@@ -101,6 +101,7 @@ def lower(
     after_pass: Iterable[Hook] = (),
     metadata_entry: str | Sequence[str] | None = _UNSET,
     verify_each: bool | None = None,
+    verify: bool = True,
 ) -> LowerResult:
     """Run `pipeline` on `module` in place.
 
@@ -108,7 +109,8 @@ def lower(
     or None for every public function) collects the runtime metadata right before ABI_PASS into
     `result.metadata`. Remarks and warnings are collected, not printed. `verify_each`: verify after
     every pass (default: only at the end, unless MINIMLIR_VERIFY_EACH=1; verifying after each pass
-    costs about half the lowering time of a real model).
+    costs about half the lowering time of a real model). `verify=False` skips the final verification
+    too (the tuner's candidate builds: they are checked by running them against the default).
     """
     ctx = ctx or make_context()
     source = SourceFile(name, source_text) if source_text is not None else None
@@ -153,7 +155,7 @@ def lower(
         )
         err.pass_name = c.step.name
         raise err from c.error
-    if not verify_each:
+    if not verify_each and verify:
         start = time.perf_counter()
         try:
             verify_located(module)

@@ -370,12 +370,13 @@ def lower(
     source_text: str | None = None,
     before: Mapping[str, Callable[[ModuleOp], None]] | None = None,
     metadata_entry: Any = _driver._UNSET,
+    verify: bool = True,
 ) -> LowerResult:
     """Run `pipeline` on `module` in place (minimlir.compiler.driver.lower). `before[pass_name](module)`
     is called once, right before the first top-level run of that pass (driver.run_once_before)."""
     hooks = [_driver.run_once_before(p, fn, module) for p, fn in (before or {}).items()]
     return _driver.lower(module, pipeline, ctx=ctx, name=name, on_ir=on_ir, source_text=source_text,
-                         before_pass=hooks, metadata_entry=metadata_entry)
+                         before_pass=hooks, metadata_entry=metadata_entry, verify=verify)
 
 
 def ir_text(module: Operation) -> str:
