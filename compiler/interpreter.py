@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, math
+from xdsl.dialects import arith, func, math, vector
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -543,6 +543,12 @@ def _step_fmaop(self, op: Operation, env: dict) -> None:
     env[op.result] = _as(a * b + c, op.result.type)
 
 
+def _step_shuffleop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    both = np.concatenate([np.atleast_1d(g(op.v1)), np.atleast_1d(g(op.v2))])
+    env[op.result] = both[np.asarray(op.mask.get_values(), dtype=np.int64)]
+
+
 def _step_unsupported(self, op: Operation, env: dict) -> None:
     raise InterpError(f"interpreter: unsupported op {op.name}")
 
@@ -576,6 +582,7 @@ _STEP_RULES = [
     (_CASTS, _step_casts),
     (math.FPowIOp, _step_fpowiop),
     (math.FmaOp, _step_fmaop),
+    (vector.ShuffleOp, _step_shuffleop),
 ]
 _STEP_HANDLERS: dict[type, object] = {
     **{c: _step_binary for c in _BINARY},

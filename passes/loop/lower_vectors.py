@@ -12,8 +12,9 @@
 
 %nw = n - n mod W (folded when n is static; no remainder loop when W divides n; a loop shorter
 than W stays scalar). Inside the vector loop a block's iteration variables hold the first lane.
-A load whose index moves with %i (stride 1, last dim) becomes a vector load, one that does not
-move stays scalar and is splat with `vector.broadcast` when a vector op uses it; element ops on
+A load whose index moves with %i (stride 1, last dim) becomes a vector load; with stride 2 (pools
+and strided convs: x[2*i + k]) two vector loads, x[j:j+W] and x[j+W-1:j+2W-1], and a
+`vector.shuffle` of their even-index elements; one that does not move stays scalar and is splat with `vector.broadcast` when a vector op uses it; element ops on
 vectors become the same arith/math op on vector types (convert-arith/math-to-llvm handle them).
 The `vectorize` primitive (passes/_schedule.py) only marks loops this pass can lower.
 """
@@ -29,9 +30,11 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
+    DenseArrayBase,
     IntegerType,
     ModuleOp,
     VectorType,
+    i64,
 )
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
@@ -47,6 +50,12 @@ from minimlir.passes.loop.schedule.api import (
     emit,
     loop_name,
 )
+
+
+STRIDED_LOADS = (2,)
+"""Strides (of the last index along the vectorized loop) a load may have besides 1: it becomes two
+contiguous vector loads and one `vector.shuffle` of their even lanes (one permute on AVX-512 and
+AVX2, uzp1 on NEON). A store must be contiguous."""
 
 
 def _is_element_op(op: Operation) -> bool:
@@ -107,7 +116,8 @@ def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None
             if isinstance(vtype, VectorType):
                 return "the loop already holds vector accesses", op
             moving = any(coeffs)
-            if moving and (coeffs[-1] != 1 or any(coeffs[:-1])):
+            strided_load = isinstance(op, mem.LoadOp) and bool(coeffs) and coeffs[-1] in STRIDED_LOADS
+            if moving and ((coeffs[-1] != 1 and not strided_load) or any(coeffs[:-1])):
                 return f"access to {op.memref.name_hint or 'a buffer'} is strided along loop {loop_name(for_op)}", op
             if isinstance(op, mem.LoadOp) and moving:
                 varying.add(op.result)
@@ -152,14 +162,31 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
             continue
         if isinstance(op, mem.LoadOp):
             forms = [_index_form(i, vloop) for i in op.indices]
+            stride = forms[-1].coeff(iv) if forms else 0  # type: ignore[union-attr]
             if any(f.coeff(iv) for f in forms):  # type: ignore[union-attr]
-                new = mem.LoadOp(op.memref, list(op.indices), VectorType(op.result.type, [width]))
+                vt = VectorType(op.result.type, [width])
+                new = mem.LoadOp(op.memref, list(op.indices), vt)
                 new.attributes.update(op.attributes)  # check.site (checked mode's names)
                 Rewriter.insert_op(new, InsertPoint.before(op))
-                op.result.replace_all_uses_with(new.result)
+                value = new.result
+                if stride == 2:
+                    # a pool's or conv's 2*ow + kw: lanes 0, 2, …, W-2 of x[i:i+W] and the odd
+                    # lanes of x[i+W-1:i+2W-1], which ends at the last lane's element (nothing
+                    # read past what the scalar loop reads)
+                    ip = InsertPoint.before(op)
+                    shift = emit(arith.ConstantOp.from_int_and_width(width - 1, IndexType()), ip)
+                    last = emit(arith.AddiOp(op.indices[-1], shift), ip)
+                    second = mem.LoadOp(op.memref, [*op.indices[:-1], last], vt)
+                    second.attributes.update(op.attributes)
+                    Rewriter.insert_op(second, ip)
+                    mask = [2 * k for k in range(width // 2)] + [width + 2 * k + 1 for k in range(width // 2)]
+                    shuf = vector.ShuffleOp(value, second.result, DenseArrayBase.from_list(i64, mask), result_type=vt)
+                    Rewriter.insert_op(shuf, ip)
+                    value = shuf.result
+                op.result.replace_all_uses_with(value)
                 op.detach()
                 op.erase()
-                varying.add(new.result)
+                varying.add(value)
             continue
         if isinstance(op, mem.StoreOp):
             value = op.value

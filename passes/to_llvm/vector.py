@@ -9,6 +9,9 @@
 
     %r = vector.fma %a, %b, %c : vector<8xf32>   ->   %r = llvm.intr.fma(%a, %b, %c) : …
 
+    %e = vector.shuffle %v, %v [0, 2, 4, 6] : vector<7xf32>, vector<7xf32>
+                                                   ->   %e = llvm.shufflevector %v, %v [0, 2, 4, 6] : vector<7xf32>
+
 A broadcast of a 1-lane vector is a shuffle of that vector; a broadcast to the same type is
 the value itself. Scalars of type `index` are cast to i64 at the boundary (passes/_llvm_common.py).
 Vector loads and stores are mem ops (convert-mem-to-llvm); element ops on vectors are arith/math.
@@ -77,14 +80,31 @@ class LowerFma(RewritePattern):
         rewriter.replace(op, [new, *casts], vals)
 
 
+class LowerShuffle(RewritePattern):
+    """vector.shuffle of 1-D vectors -> llvm.shufflevector (the same mask, as i32)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: vector.ShuffleOp, rewriter: PatternRewriter):
+        rtype = op.result.type
+        assert isinstance(rtype, VectorType)
+        if rtype.get_num_dims() != 1 or op.v1.type.get_num_dims() != 1 or op.v1.type != op.v2.type:
+            emit_error(op, "convert-vector-to-llvm: only shuffles of two 1-D vectors of one type are supported")
+        a, b = to_llvm(op.v1, rewriter, op), to_llvm(op.v2, rewriter, op)
+        mask = DenseArrayBase.from_list(i32, list(op.mask.get_values()))
+        shuf = llvm.ShuffleVectorOp(a, b, mask, convert_type(rtype))
+        casts, vals = from_llvm([shuf.res], [rtype])
+        rewriter.replace(op, [shuf, *casts], vals)
+
+
 @dataclass(frozen=True)
 class ConvertVectorToLlvmPass(ModulePass):
-    """vector.broadcast / vector.fma -> llvm (insertelement + shufflevector, llvm.intr.fma)."""
+    """vector.broadcast / vector.fma / vector.shuffle -> llvm (insertelement + shufflevector,
+    llvm.intr.fma, shufflevector)."""
 
     name = "convert-vector-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ext.load_into(ctx)
         # erase_dead: dead pure ops the walk meets go too (as the greedy applier this pass used did)
-        patterns = {vector.BroadcastOp: LowerBroadcast(), vector.FMAOp: LowerFma()}
+        patterns = {vector.BroadcastOp: LowerBroadcast(), vector.FMAOp: LowerFma(), vector.ShuffleOp: LowerShuffle()}
         convert(op, patterns, illegal=("vector",), erase_dead=True)

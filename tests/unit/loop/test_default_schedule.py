@@ -505,6 +505,8 @@ ROW_CASES = [  # depthwise and groups of 3 or 6 channels: the row path (ow vecto
     (2, 6, 9, 8, 6, 3, 2, 1, 6),
     (1, 6, 4, 9, 6, 3, 1, 1, 3),
     (1, 12, 5, 11, 18, 1, 1, 0, 2),
+    (1, 6, 11, 12, 6, 5, 2, 2, 6),  # 5x5 stride 2: the row vectorized with strided loads
+    (1, 4, 13, 21, 4, 5, 2, 1, 4),  # ragged: 9 outputs a row
 ]
 
 
@@ -514,7 +516,7 @@ def test_grouped_conv_rows_interpreted_same_as_unscheduled(case):
     cfg = D.ScheduleConfig(width=4)
     inputs = [rand(n, c, h, wd), rand(co, c // g, k, k, seed=1), rand(co, seed=2)]
     want, got, kinds = schedule_and_interpret(_group_text(*case), inputs, cfg=cfg)
-    assert kinds["conv2d_0"] == ("conv2d" if s == 1 else "generic")  # strided rows: generic
+    assert kinds["conv2d_0"] == ("conv2d" if s == 1 or k > 3 else "generic")  # strided 3x3 rows: generic
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -739,3 +741,55 @@ def test_conv_residual_epilogue_is_one_vectorized_block():
     par = [l for l in kernel.walk() if isinstance(l, D.loop.ForOp) and l.kind.data == "parallel"]
     assert any(p.is_ancestor(epi[0]) for p in par)
     assert D.loop.block_loops(epi[0])[-1].kind.data == "vectorize"
+
+
+POOL_CASES = [  # (C, H, W, kernel, stride, op): stride 2 rows (strided vector loads), ragged widths
+    (3, 15, 23, 3, 2, "max_pool2d"),
+    (2, 9, 40, 2, 2, "max_pool2d"),
+    (4, 11, 11, 3, 1, "max_pool2d"),
+    (2, 8, 37, 3, 2, "avg_pool2d"),
+]
+
+
+def _pool_text(c, h, w, k, s, op):
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    x, y = f"tensor<1x{c}x{h}x{w}xf32>", f"tensor<1x{c}x{oh}x{ow}xf32>"
+    return f"""
+func.func @main(%x: {x}) -> {y} {{
+  %y = graph.{op} %x kernel [{k}, {k}] strides [{s}, {s}] : {x} -> {y}
+  func.return %y : {y}
+}}"""
+
+
+def _pool_ref(x, k, s, op):
+    n, c, h, w = x.shape
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    win = np.stack([x[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] for i in range(k) for j in range(k)])
+    return win.max(0) if op == "max_pool2d" else win.mean(0)
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_pool_window_loops_outside_the_vectorized_output_row(case):
+    """A pool's kernel loops run outside its output row, which is vectorized (stride 2: strided
+    vector loads); before, the kernel loops were innermost and the whole pool scalar."""
+    c, h, w, k, s, op = case
+    text = _pool_text(*case)
+    m = H.legalize(text)
+    D.schedule_module(m, D.ScheduleConfig(width=8))
+    (blk,) = [b for b in D.loop.blocks_of(m) if "reduce" in b.kinds]  # max_pool2d, avg_pool2d_sum
+    loops = D.loop.block_loops(blk)
+    assert loops[-1].kind.data == "vectorize" and [l.kind.data for l in loops[-3:-1]] == ["serial"] * 2
+    assert const_index(loops[-2].ub) == k and const_index(loops[-3].ub) == k
+    x = rand(1, c, h, w)
+    want, got, _ = schedule_and_interpret(text, [x], width=8, cfg=D.ScheduleConfig(width=8))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+    if native_ok:
+        (y,) = H._call_native(_compile(text), "main", [x], None)
+        np.testing.assert_allclose(y, _pool_ref(x, k, s, op), rtol=1e-5, atol=1e-6)
+
+
+def test_short_rows_pick_the_width_with_the_least_remainder():
+    from minimlir.passes.loop.schedule.default.generic import _short_loop_width
+
+    assert _short_loop_width(16, 27) == 8 and _short_loop_width(16, 56) == 8 and _short_loop_width(16, 55) == 16
+    assert _short_loop_width(16, 200) == 16 and _short_loop_width(8, 13) == 4 and _short_loop_width(0, 9) == 0

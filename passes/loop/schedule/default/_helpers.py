@@ -238,19 +238,23 @@ def fit_width(root: Operation, width: int, along: loop.ForOp | None = None,
               buffers: set | None = None) -> int:
     """The widest of width, width/2, … >= 4 that fits the static last dim of every buffer
     accessed under `root` (mem verifies that a vector access fits its last dim); 0 if none.
-    Only accesses that move with loop `along` (or to `buffers`) count, if given."""
+    Only accesses that move with loop `along` (or to `buffers`) count, if given. A load with
+    stride s along `along` spans s*(w-1)+1 elements (loop-lower-vectors' strided loads)."""
     w = width
     for op in root.walk():
         if isinstance(op, mem.LoadOp | mem.StoreOp):
             if buffers is not None and op.memref not in buffers:
                 continue
+            stride = 1
             if along is not None:
                 forms = [affine_of(i) for i in op.indices]
                 if all(f is not None and not f.coeff(along.induction_var) for f in forms):
                     continue
+                if forms and forms[-1] is not None:
+                    stride = max(1, abs(forms[-1].coeff(along.induction_var)))
             shape = op.memref.type.get_shape()  # type: ignore[union-attr]
             if shape and shape[-1] >= 0:
-                while w >= 4 and shape[-1] < w:
+                while w >= 4 and shape[-1] < stride * (w - 1) + 1:
                     w //= 2
     return w if w >= 4 else 0
 

@@ -54,6 +54,7 @@ class GenericKnobs:
     inline_elementwise: bool = True  # compute-inline elementwise chains (no intermediate buffers)
     fuse_rows: bool = False  # fuse sibling nests level by level (a tuner's choice: slower on softmax rows)
     reassoc_reductions: bool = True  # innermost row reductions may be reassociated (vectorized)
+    vectorize_windows: bool = True  # window reductions (pools) run their output loop innermost, vectorized
 
 
 @dataclass(frozen=True)

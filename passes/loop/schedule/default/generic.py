@@ -1,5 +1,6 @@
 """Rule: anything else. Parallelize the outermost loop that legally can be (per top-level nest),
-vectorize the innermost loop when legal and long enough."""
+vectorize the innermost loop when legal and long enough; window reductions (pools) first get
+their output loop innermost (`_windows_innermost`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from xdsl.ir import Operation
 
 from minimlir.passes.loop.schedule.default.knobs import choose
 from minimlir.dialects import loop
+from minimlir.passes.loop.lower_vectors import vector_plan_error
 from minimlir.passes.loop.schedule.api import (
     Schedule,
+    ScheduleError,
     const_index,
 )
 from minimlir.passes.loop.schedule.default import transaction
@@ -36,6 +39,8 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                             parallel=choose("generic.parallel", g.parallel),
                             min_vector_extent=choose("generic.min_vector_extent", g.min_vector_extent))
     width = choose("generic.width", cfg.width)
+    if g.vectorize and choose("generic.vectorize_windows", g.vectorize_windows):
+        _windows_innermost(kernel, width, skip)
     tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     for t_index, top in enumerate(tops):
         if any(b.block_name.data in skip for b in loop.blocks_of(top)):
@@ -48,7 +53,7 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                 if ext is not None and ext < max(g.min_vector_extent, 2):
                     continue
 
-                w = fit_width(inner, width, along=inner)
+                w = _short_loop_width(fit_width(inner, width, along=inner), ext)
                 if w == 0:
                     continue
 
@@ -61,6 +66,63 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                 transaction.attempt(kernel, vec, marks_only=True)
         if g.parallel:
             _parallelize_nest(kernel, t_index)
+
+
+def _short_loop_width(w: int, extent: int | None) -> int:
+    """For a short static loop, the width (w, w/2, … >= 4) with the least work counting the
+    scalar remainder: a vector iteration as two scalar ones, ties to the shorter remainder
+    (27 outputs: 3 x 8 + 3, not 16 + 11; 56: 7 x 8, not 3 x 16 + 8)."""
+    if w == 0 or extent is None or extent >= 4 * w:
+        return w
+    best, cost = w, 2 * (extent // w) + extent % w
+    c = w // 2
+    while c >= 4:
+        if 2 * (extent // c) + extent % c <= cost:
+            best, cost = c, 2 * (extent // c) + extent % c
+        c //= 2
+    return best
+
+
+MAX_WINDOW = 16
+"""Reduce loops up to this static extent count as a window (a pool's kernel_shape)."""
+
+
+def _windows_innermost(kernel: func.FuncOp, width: int, skip: set[str]) -> None:
+    """Window reductions (max/avg pools: out[c, oh, ow] = max over kh, kw of x[c, s*oh + kh, s*ow + kw])
+    put their small reduce loops innermost, where nothing can be vectorized. Per top-level nest
+    of one such block: its init is hoisted before the last spatial loop (decompose_reduction) and
+    the reduce loops move outside that loop, which then runs innermost over contiguous outputs
+    (stride-s input loads become vector loads plus a shuffle: loop-lower-vectors), so the generic
+    vectorizer below takes it. Rolled back unless that innermost loop is vectorizable."""
+    for t_index in range(len([op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)])):
+        top = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t_index]
+        blocks = loop.blocks_of(top)
+        if len(blocks) != 1 or blocks[0].block_name.data in skip or not blocks[0].has_init:
+            continue
+        blk = blocks[0]
+        kinds = [k.data if hasattr(k, "data") else k for k in blk.kinds]
+        n_red = len(kinds) - len([k for k in kinds if k == "spatial"])
+        loops = loop.block_loops(blk)
+        if n_red < 1 or len(loops) < n_red + 1 or kinds[-n_red:] != ["reduce"] * n_red:
+            continue
+        if any(const_index(l.ub) is None or const_index(l.ub) > MAX_WINDOW for l in loops[-n_red:]):
+            continue
+        if (const_index(loops[-n_red - 1].ub) or 0) < 4:
+            continue
+
+        def go(s: Schedule, t=t_index, n_red=n_red) -> None:
+            top_now = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)][t]
+            (b,) = loop.blocks_of(top_now)
+            ls = loop.block_loops(b)
+            s.decompose_reduction(b, ls[-n_red - 1])
+            ls = loop.block_loops(b)
+            s.reorder(*ls[-n_red:], ls[-n_red - 1])
+            inner = loop.block_loops(b)[-1]
+            reason = vector_plan_error(inner)
+            if reason is not None or fit_width(inner, width, along=inner) == 0:
+                raise ScheduleError("window reduction: the output loop would not vectorize", inner)
+
+        transaction.attempt(kernel, go)
 
 
 def _parallelize_nest(kernel: func.FuncOp, t_index: int) -> None:

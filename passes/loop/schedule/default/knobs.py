@@ -145,6 +145,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "compute-inline elementwise chains into their readers (no intermediate buffers)"),
             Knob("generic.fuse_rows", (True, False),
                  "fuse adjacent sibling nests level by level (a softmax's phases row by row)"),
+            Knob("generic.vectorize_windows", (True, False),
+                 "window reductions (pools): reduce loops outside the output loop, which is vectorized"),
             Knob("generic.reassoc_reductions", (True, False),
                  "let LLVM vectorize reductions along the innermost loop (reassociated combine)"),
         )),
