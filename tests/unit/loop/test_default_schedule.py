@@ -793,3 +793,31 @@ def test_short_rows_pick_the_width_with_the_least_remainder():
 
     assert _short_loop_width(16, 27) == 8 and _short_loop_width(16, 56) == 8 and _short_loop_width(16, 55) == 16
     assert _short_loop_width(16, 200) == 16 and _short_loop_width(8, 13) == 4 and _short_loop_width(0, 9) == 0
+
+
+RAGGED_CONV_CASES = [  # OW with no divisor near rw = 8 that fits the registers (SqueezeNet's conv1: 111)
+    ((1, 3, 5, 47), (32, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1)),    # OW = 23, stride 2
+    ((1, 5, 3, 19), (32, 5, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),    # OW = 19, padded
+    ((1, 4, 3, 85), (32, 4, 1, 3), (1, 3), (0, 1, 0, 1), (1, 1)),    # OW = 29, stride 3
+]
+
+
+@pytest.mark.parametrize("case", RAGGED_CONV_CASES)
+def test_conv_ragged_columns_clamped_full_tiles(case):
+    """A thin column tile (OW = 23: rw 1) becomes full rw-column tiles whose last one recomputes
+    column OW-1 (clamped), so the tile unrolls and stays in registers."""
+    xs, ws, strides, pads, dil = case
+    text = conv_general_text(xs, ws, strides, pads, dil)
+    m = H.legalize(text)
+    assert D.schedule_module(m, D.ScheduleConfig(width=16)) == {"conv2d_0": "conv2d"}
+    blk = next(b for b in D.loop.blocks_of(m) if b.block_name.data == "conv2d")
+    loops = D.loop.block_loops(blk)
+    assert const_index(loops[-3].ub) == 8 and loops[-3].kind.data == "unroll"
+    assert any(op.name == "arith.minsi" for op in loops[-3].body.block.ops)
+    x, w = rand(*xs), rand(*ws, seed=1)
+    ref = conv_general_ref(x, w, strides, pads, dil)
+    want, got, _ = schedule_and_interpret(text, [x, w], cfg=D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=8, nv=2)))
+    np.testing.assert_allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+    if native_ok:
+        (y,) = H._call_native(_compile(text), "main", [x, w], None)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)

@@ -127,6 +127,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("conv2d.width", widths, "f32 lanes of a vector"),
             Knob("conv2d.parallel", ("co0", "n", "oh", "ow0", "none"), "the loop that runs in parallel"),
             Knob("conv2d.fuse_at", ("co0", "oh"), "compute-at level of fused consumers"),
+            Knob("conv2d.clamp_ow", (True, False),
+                 "OW not a multiple of rw: full column tiles, the last one clamped, not a guarded one"),
         ), _check_conv),
         RuleKnobs("conv_epilogue", (
             Knob("conv_epilogue.inline", (True, False),
