@@ -814,6 +814,9 @@ def test_conv_ragged_columns_clamped_full_tiles(case):
     loops = D.loop.block_loops(blk)
     assert const_index(loops[-3].ub) == 8 and loops[-3].kind.data == "unroll"
     assert any(op.name == "arith.minsi" for op in loops[-3].body.block.ops)
+    # the output-channel panels still run in parallel (a regression: with the clamp applied
+    # before the parallel marking, its disjointness check refused every loop)
+    assert [l.kind.data for l in loops[:3]].count("parallel") == 1
     x, w = rand(*xs), rand(*ws, seed=1)
     ref = conv_general_ref(x, w, strides, pads, dil)
     want, got, _ = schedule_and_interpret(text, [x, w], cfg=D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=8, nv=2)))
