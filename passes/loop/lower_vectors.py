@@ -14,8 +14,9 @@
 than W stays scalar). Inside the vector loop a block's iteration variables hold the first lane.
 A load whose index moves with %i (stride 1, last dim) becomes a vector load; with stride 2 (pools
 and strided convs: x[2*i + k]) two vector loads, x[j:j+W] and x[j+W-1:j+2W-1], and a
-`vector.shuffle` of their even-index elements; one that does not move stays scalar and is splat with `vector.broadcast` when a vector op uses it; element ops on
-vectors become the same arith/math op on vector types (convert-arith/math-to-llvm handle them).
+`vector.shuffle` of their even-index elements; one that does not move stays scalar and is splat
+with `vector.broadcast` when a vector op uses it; element ops on vectors become the same
+arith/math op on vector types (convert-arith/math-to-llvm handle them).
 The `vectorize` primitive (passes/_schedule.py) only marks loops this pass can lower.
 """
 
