@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from minimlir.tuning.cost_model import Trainer
-from minimlir.tuning.database import Database, make_record
+from minimlir.tuning.database import Database, compiler_version, make_record
 from minimlir.tuning.measure import LocalExecutor, MeasureConfig
-from minimlir.tuning.search import TaskScheduler, TaskSearch, akey
+from minimlir.tuning.search import TaskScheduler, TaskSearch, _assignment, _cost, akey
 from minimlir.tuning.task import Task, extract_tasks
 
 
@@ -163,6 +163,8 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     t0 = t_start  # the budget counts the task extraction too
     finished = False
     t_loop = time.time()
+    # with a time budget the search ends early enough for the confirmation
+    search_s = None if opts.budget_s is None else opts.budget_s * (1 - CONFIRM_SHARE * (opts.confirm_top > 0))
     try:
         if progress:
             progress.start()
@@ -170,7 +172,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             elapsed = spent_s + (time.time() - t0)
             if opts.trials is not None and trials >= opts.trials:
                 break
-            if opts.budget_s is not None and elapsed >= opts.budget_s * (1 - CONFIRM_SHARE * (opts.confirm_top > 0)):
+            if search_s is not None and elapsed >= search_s:
                 break
             s = scheduler.next()
             if s is None:
@@ -178,10 +180,9 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             # the warm-up round is short (the default and one more), so every kernel is measured early
             n = opts.batch_size if s.trials else min(opts.batch_size, 2)
             n = n if opts.trials is None else min(n, opts.trials - trials)
-            if opts.budget_s is not None and trials > spent_trials:  # do not start what cannot finish
+            if search_s is not None and trials > spent_trials:  # do not start what cannot finish
                 per_trial = (elapsed - spent_s) / max(1, trials - spent_trials)
-                left = opts.budget_s * (1 - CONFIRM_SHARE * (opts.confirm_top > 0)) - elapsed
-                n = max(1, min(n, int(left / max(per_trial, 1e-3))))
+                n = max(1, min(n, int((search_s - elapsed) / max(per_trial, 1e-3))))
             batch = s.propose(n, features=lambda pool, s=s: _scored(executor, s.task, pool))
             if not batch:
                 continue
@@ -249,9 +250,9 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
         if s.best is None or not math.isfinite(s.default_cost) or akey(s.best) == akey(s.space.default()):
             continue
         d = s.space.default()
-        ranked = sorted((r for r in s.measured.values() if _rcost(r) < math.inf
-                         and akey(_rassign(r)) != akey(d)), key=_rcost)
-        cands = [dict(_rassign(r)) for r in ranked[:top]]
+        ranked = sorted((r for r in s.measured.values() if _cost(r) < math.inf
+                         and akey(_assignment(r)) != akey(d)), key=_cost)
+        cands = [dict(_assignment(r)) for r in ranked[:top]]
         times = executor.remeasure(s.task, [d] + cands, rounds)
         if not times[0]:
             continue  # the default failed now: nothing to compare with, the measurements stand
@@ -266,26 +267,8 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
                     "rule": s.task.rule, "cpu": dict(cpu), "knobs": dict(knobs), "times": list(times[wi]),
                     "default_times": list(times[0]), "error": "OK", "default": wi == 0,
                     "candidates": len(cands), "rounds": rounds, "run": run, "time": _now(),
-                    "compiler": _compiler_version(), "flops": s.task.flops, "weight": s.task.weight})
+                    "compiler": compiler_version(), "flops": s.task.flops, "weight": s.task.weight})
     return out
-
-
-def _rcost(r) -> float:
-    from minimlir.tuning.search import _cost
-
-    return _cost(r)
-
-
-def _rassign(r) -> dict:
-    from minimlir.tuning.search import _assignment
-
-    return _assignment(r)
-
-
-def _compiler_version() -> str:
-    from minimlir.tuning.database import compiler_version
-
-    return compiler_version()
 
 
 def _scored(executor, task: Task, pool: list[dict]) -> list:

@@ -3,7 +3,7 @@ width marks, consumer fusion."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import AnyFloat
@@ -257,6 +257,69 @@ def fit_width(root: Operation, width: int, along: loop.ForOp | None = None,
                 while w >= 4 and shape[-1] < stride * (w - 1) + 1:
                     w //= 2
     return w if w >= 4 else 0
+
+
+def _short_loop_width(w: int, extent: int | None) -> int:
+    """For a short static loop, the width (w, w/2, … >= 4) with the least work counting the
+    scalar remainder: a vector iteration as two scalar ones, ties to the shorter remainder
+    (27 outputs: 3 x 8 + 3, not 16 + 11; 56: 7 x 8, not 3 x 16 + 8)."""
+    if w == 0 or extent is None or extent >= 4 * w:
+        return w
+    best, cost = w, 2 * (extent // w) + extent % w
+    c = w // 2
+    while c >= 4:
+        if 2 * (extent // c) + extent % c <= cost:
+            best, cost = c, 2 * (extent // c) + extent % c
+        c //= 2
+    return best
+
+
+def exact_tile_loops(kernel: func.FuncOp, names: Sequence[str], extent: int) -> list[str]:
+    """Give the guarded first tile loop (`for t < min(extent, E - i*extent)`: E % extent != 0, or E
+    dynamic) of each named block, the third loop from its innermost, the constant trip count
+    `extent`, so it unrolls and the accumulator stays in registers; returns the blocks changed
+    (blocks not in the kernel are skipped). clamp_tile_binding then keeps their points inside E."""
+    from minimlir.passes.loop.schedule.api import iconst
+
+    out = []
+    s = Schedule(kernel)
+    for name in names:
+        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            continue
+        t = s.get_loops(s.get_block(name))[-3]
+        if const_index(t.ub) is None:
+            t.operands = [t.lb, iconst(kernel, extent), t.step]
+            out.append(name)
+    return out
+
+
+def clamp_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[[str], int], last,
+                       what: str) -> None:
+    """The blocks of ragged tiles (exact_tile_loops) read and write point min(v, last) instead of v,
+    v their binding `pos(name)`. The extra points of the last tile recompute point `last` into
+    their own accumulator slots (the accumulator is indexed by the tile loops; every copy loads
+    before any copy stores: acc_in, the reduction, acc_out) and store the same value there, so the
+    result is unchanged. The clamped value is computed at the start of the tile loop's body (the
+    third loop from the innermost), outside the vector loop, so it is the same for every lane (an
+    index loop-lower-vectors accepts); the bindings stay affine."""
+    from minimlir.passes.loop.schedule.api import emit
+
+    s = Schedule(kernel)
+    for name in names:
+        blk = s.get_block(name)
+        t = s.get_loops(blk)[-3]
+        p = pos(name)
+        form = affine_of(blk.bindings[p])
+        inner = {l.induction_var for l in s.get_loops(blk)[-2:]}
+        if form is None or t.induction_var not in form.atoms or form.atoms & inner:
+            raise AssertionError(f"{what} binding of '{name}' is not a function of the tile loops")
+        body_ip = InsertPoint.at_start(t.body.block)
+        v = materialize_form(form, kernel, body_ip)
+        clamped = emit(arith.MinSIOp(v, last), InsertPoint.after(v.owner) if isinstance(v.owner, Operation)
+                       else body_ip)
+        arg = blk.body.block.args[p]
+        for u in list(arg.uses):
+            u.operation.operands = [clamped if x is arg else x for x in u.operation.operands]
 
 
 def _mark_width(for_op: loop.ForOp, width: int) -> None:

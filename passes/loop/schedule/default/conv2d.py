@@ -31,11 +31,14 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _fuse_consumers,
     _inline_epilogue,
     _mark_width,
+    _short_loop_width,
     _vectorize_fused,
+    clamp_tile_binding,
+    exact_tile_loops,
     fit_width,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
-from minimlir.passes.loop.schedule.default.generic import _schedule_rest, _short_loop_width
+from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 
 # ----------------------------------------------------------------------------------------------
 # conv2d
@@ -305,51 +308,6 @@ def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> S
     return op.results[0]
 
 
-def _exact_ow_tiles(kernel: func.FuncOp, bname: str, rw: int) -> list[str]:
-    """Give the guarded column-tile loops (`for ow1 < min(rw, OW - ow0*rw)`, OW % rw != 0) of the
-    conv's tile blocks the constant trip count rw, so they unroll and the accumulator stays in
-    registers; returns the blocks changed. _clamp_ow then keeps their columns inside OW."""
-    out = []
-    s = Schedule(kernel)
-    for name in (f"{bname}_init", f"{bname}_acc_in", bname, f"{bname}_acc_out"):
-        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
-            continue
-        ow1 = s.get_loops(s.get_block(name))[-3]  # the tile loops ow1 cj cw end each nest
-        if const_index(ow1.ub) is None:
-            ow1.operands = [ow1.lb, iconst(kernel, rw), ow1.step]
-            out.append(name)
-    return out
-
-
-def _clamp_ow(kernel: func.FuncOp, names: list[str], pos: int, ow_ext: int) -> None:
-    """The blocks of the ragged column tiles (_exact_ow_tiles) read and write column
-    min(ow, OW-1) instead of ow (binding `pos`). The extra columns of the last tile recompute
-    column OW-1 from the same inputs into their own accumulator slots (acc is indexed by the tile
-    loops) and store the same value there, so the result is unchanged; the clamped column is
-    computed in the ow1 loop body, outside the vector loop, so it is the same for every lane.
-    As the matmul rule's _clamp_rows for ragged row tiles."""
-    from xdsl.ir import Operation
-
-    from minimlir.passes.loop.schedule.api import materialize_form
-
-    s = Schedule(kernel)
-    last = iconst(kernel, ow_ext - 1)
-    for name in names:
-        blk = s.get_block(name)
-        ow1 = s.get_loops(blk)[-3]
-        form = affine_of(blk.bindings[pos])
-        inner = {l.induction_var for l in s.get_loops(blk)[-2:]}
-        if form is None or ow1.induction_var not in form.atoms or form.atoms & inner:
-            raise AssertionError(f"conv2d rule: column binding of '{name}' is not a function of the column loops")
-        body_ip = InsertPoint.at_start(ow1.body.block)
-        col = materialize_form(form, kernel, body_ip)
-        clamped = emit(arith.MinSIOp(col, last), InsertPoint.after(col.owner) if isinstance(col.owner, Operation)
-                       else body_ip)
-        arg = blk.body.block.args[pos]
-        for u in list(arg.uses):
-            u.operation.operands = [clamped if v is arg else v for v in u.operation.operands]
-
-
 def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
 
@@ -393,7 +351,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     clamp = choose("conv2d.clamp_ow", True)
     if ow_ext is not None and 2 * rw < c.rw and ow_ext > c.rw and clamp:
         # still thin (OW = 111: 3 x nv vectors, no larger divisor fits): full c.rw-column tiles,
-        # the last one clamped (_clamp_ow: it recomputes column OW-1)
+        # the last one clamped (clamp_tile_binding: it recomputes column OW-1)
         rw = c.rw
     fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
     rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
@@ -417,9 +375,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
         s.decompose_reduction(b, s.get_loops(b)[4 + gr])
         _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[4 + gr])
-        ragged.clear()
         if clamp and ow_ext is not None and ow_ext % rw:
-            ragged.extend(_exact_ow_tiles(kernel, bname, rw))
+            # full rw-column tiles; the last one clamped to column OW-1 (clamp_tile_binding, below)
+            ragged.extend(exact_tile_loops(kernel, [f"{bname}_init", f"{bname}_acc_in", bname, f"{bname}_acc_out"],
+                                           rw))
         # the tile: vector lanes over cw, everything else of the tile unrolled
         ow1, cj, cw = s.get_loops(b)[-3:]
         s.vectorize(cw)
@@ -456,8 +415,8 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # last: the clamped columns are not affine, so the epilogue's fusion and the parallel
         # loop's disjointness check (which hold for the guarded tiles: the clamped ones write the
         # same points) are done before (a regression: SqueezeNet's conv1 ran on one thread)
-        _clamp_ow(kernel, [n for n in ragged if any(b.block_name.data == n for b in loop.blocks_of(kernel))],
-                  3 + gr, ow_ext)
+        live = [n for n in ragged if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
+        clamp_tile_binding(kernel, live, lambda _: 3 + gr, iconst(kernel, ow_ext - 1), "conv2d rule: column")
     if rest:
         _schedule_rest(kernel, cfg, skip=_tile_blocks(bname))
     return True

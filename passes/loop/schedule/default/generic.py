@@ -18,7 +18,7 @@ from minimlir.passes.loop.schedule.api import (
     const_index,
 )
 from minimlir.passes.loop.schedule.default import transaction
-from minimlir.passes.loop.schedule.default._helpers import _mark_width, fit_width
+from minimlir.passes.loop.schedule.default._helpers import _mark_width, _short_loop_width, fit_width
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 
 # ----------------------------------------------------------------------------------------------
@@ -68,21 +68,6 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
             _parallelize_nest(kernel, t_index)
 
 
-def _short_loop_width(w: int, extent: int | None) -> int:
-    """For a short static loop, the width (w, w/2, … >= 4) with the least work counting the
-    scalar remainder: a vector iteration as two scalar ones, ties to the shorter remainder
-    (27 outputs: 3 x 8 + 3, not 16 + 11; 56: 7 x 8, not 3 x 16 + 8)."""
-    if w == 0 or extent is None or extent >= 4 * w:
-        return w
-    best, cost = w, 2 * (extent // w) + extent % w
-    c = w // 2
-    while c >= 4:
-        if 2 * (extent // c) + extent % c <= cost:
-            best, cost = c, 2 * (extent // c) + extent % c
-        c //= 2
-    return best
-
-
 MAX_WINDOW = 16
 """Reduce loops up to this static extent count as a window (a pool's kernel_shape)."""
 
@@ -100,7 +85,7 @@ def _windows_innermost(kernel: func.FuncOp, width: int, skip: set[str]) -> None:
         if len(blocks) != 1 or blocks[0].block_name.data in skip or not blocks[0].has_init:
             continue
         blk = blocks[0]
-        kinds = [k.data if hasattr(k, "data") else k for k in blk.kinds]
+        kinds = list(blk.kinds)
         n_red = len(kinds) - len([k for k in kinds if k == "spatial"])
         loops = loop.block_loops(blk)
         if n_red < 1 or len(loops) < n_red + 1 or kinds[-n_red:] != ["reduce"] * n_red:

@@ -24,6 +24,8 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _inline_epilogue,
     _vectorize_fused,
     _mark_width,
+    clamp_tile_binding,
+    exact_tile_loops,
     fit_width,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
@@ -167,7 +169,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         transaction.attempt(kernel, par)
     ragged: list[str] = []  # blocks whose row tile loop got the constant trip count mr
     if choose("matmul.clamp_rows", k.clamp_rows) and not small:
-        ragged = _exact_row_tiles(kernel, bname, mr)
+        ragged = exact_tile_loops(kernel, [f"{bname}_acc_in", bname, f"{bname}_acc_out"], mr)
     col_rest: list[str] = []  # the copies of the tile's blocks for the last, ragged column panel
     if m_ext is not None and choose("matmul.split_cols", True):
         def cols(s: Schedule) -> None:
@@ -279,36 +281,13 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
     return [f"{n}{COLS}" for n in names]
 
 
-def _exact_row_tiles(kernel: func.FuncOp, bname: str, mr: int) -> list[str]:
-    """Give the guarded register-tile row loops (`for i2 < min(mr, M - i*mr)`: M % mr != 0, or M
-    dynamic) the constant trip count mr, so they unroll and their accumulator stays in
-    registers; returns the blocks changed. _clamp_rows then keeps their rows inside M."""
-    out = []
-    s = Schedule(kernel)
-    for name in (f"{bname}_acc_in", bname, f"{bname}_acc_out"):
-        if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
-            continue
-        i2 = s.get_loops(s.get_block(name))[-3]  # the tile loops i2 j1 j2 end each of the three nests
-        if const_index(i2.ub) is None:
-            i2.operands = [i2.lb, iconst(kernel, mr), i2.step]
-            out.append(name)
-    return out
-
-
 def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | None) -> None:
-    """Rows of the ragged tiles _exact_row_tiles made: the blocks read and write row
-    min(i, M-1) instead of i. The extra rows of the last tile recompute row M-1 and store the
-    same value there (every copy loads its accumulator before any copy stores: acc_in, then the
-    k1 loop, then acc_out), so the result is unchanged.
+    """Rows of the ragged tiles exact_tile_loops made: the blocks read and write row
+    min(i, M-1) instead of i (clamp_tile_binding).
 
         for i2 = 0 to mr { %r = min(i*mr + i2, M-1); ... block (row = i*mr + i2) uses %r ... }
-
-    The clamped row is computed in the i2 loop body, outside the vector loop, so it is the same
-    for every lane (loop-lower-vectors accepts such an index); the bindings stay affine."""
+    """
     from xdsl.ir import Operation
-
-    from minimlir.passes.loop.schedule.affine import affine_of
-    from minimlir.passes.loop.schedule.api import materialize_form
 
     s = Schedule(kernel)
     if m_ext is not None:
@@ -320,21 +299,11 @@ def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | 
             kernel.body.block)
         m_dim = emit(mem.DimOp(buf, len(st.indices) - 2), ip)
         last = emit(arith.SubiOp(m_dim, iconst(kernel, 1)), InsertPoint.after(m_dim.owner))
-    for name in names:
-        blk = s.get_block(name)
-        i2 = s.get_loops(blk)[-3]
-        pos = len(blk.bindings) - (3 if name in (bname, bname + COLS) else 2)
-        form = affine_of(blk.bindings[pos])
-        inner = {l.induction_var for l in s.get_loops(blk)[-2:]}
-        if form is None or form.atoms & inner:
-            raise AssertionError(f"matmul rule: row binding of '{name}' is not a function of the row loops")
-        body_ip = InsertPoint.at_start(i2.body.block)
-        row = materialize_form(form, kernel, body_ip)
-        clamped = emit(arith.MinSIOp(row, last), InsertPoint.after(row.owner) if isinstance(row.owner, Operation)
-                       else body_ip)
-        arg = blk.body.block.args[pos]
-        for u in list(arg.uses):
-            u.operation.operands = [clamped if v is arg else v for v in u.operation.operands]
+
+    def pos(name: str) -> int:
+        return len(s.get_block(name).bindings) - (3 if name in (bname, bname + COLS) else 2)
+
+    clamp_tile_binding(kernel, names, pos, last, "matmul rule: row")
 
 
 def _version_rows(kernel: func.FuncOp, bname: str, mr: int) -> None:
