@@ -16,7 +16,9 @@ else the number of cores). It is process-wide:
 Idle workers spin briefly, then sleep (GOMP_SPINCOUNT=runtime._gomp.DEFAULT_SPINCOUNT when libgomp
 is loaded, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's default spinning
 takes the cores from the next region's threads whenever anything else runs, and sleeping at once
-makes every region pay a wake-up (runtime/_gomp.py has the numbers).
+makes every region pay a wake-up (runtime/_gomp.py has the numbers). The workers (never the
+calling thread) are pinned one per core when the thread count is set (`_gomp.pin_workers`: a woken
+worker sharing its master's core made one call in five take several times the median).
 
 If libgomp cannot be loaded, `available()` is False (with a one-time warning) and the parallel
 lowering leaves the loops serial.
@@ -67,6 +69,7 @@ def _libgomp() -> ctypes.CDLL | None:
                 _num_threads.value = max(0, int(env))
             except ValueError:
                 warnings.warn(f"MINIMLIR_NUM_THREADS={env!r} is not an integer; ignored", stacklevel=2)
+        _gomp.pin_workers(lib, _num_threads.value or int(lib.omp_get_max_threads()))
         return lib
     warnings.warn(
         "minimlir: libgomp could not be loaded; parallel loops run serially", RuntimeWarning, stacklevel=2
@@ -102,8 +105,10 @@ def set_num_threads(n: int | None) -> None:
     """Threads for every parallel loop from now on (process-wide); None or 0: the default."""
     if n is not None and n < 0:
         raise ValueError(f"num_threads must be >= 0, got {n}")
-    available()
+    lib = _libgomp()
     _num_threads.value = int(n or 0)
+    if lib is not None:
+        _gomp.pin_workers(lib, _num_threads.value or int(lib.omp_get_max_threads()))
 
 
 def get_num_threads() -> int:

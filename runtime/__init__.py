@@ -169,6 +169,8 @@ class Model:
         self._threads = ctypes.c_int32.in_dll(lib, "minimlir_num_threads")
         if num_threads is not None:
             self.num_threads = num_threads
+        else:
+            self._pin_workers()
         self.inputs = meta["inputs"]
         self.outputs = meta["outputs"]
 
@@ -199,6 +201,16 @@ class Model:
         if n is not None and (not isinstance(n, int) or n < 0):
             raise ValueError(f"num_threads must be an int >= 0, got {n!r}")
         self._threads.value = int(n or 0)
+        self._pin_workers()
+
+    def _pin_workers(self) -> None:
+        """Pin libgomp's workers one per core for this thread count (runtime/_gomp.py says why)."""
+        try:  # the libgomp the .so loaded; none when the code has no parallel loop
+            gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        except (OSError, AttributeError):
+            return
+        gomp.omp_get_max_threads.restype = ctypes.c_int
+        _gomp.pin_workers(gomp, int(self._threads.value) or gomp.omp_get_max_threads())
 
     def __repr__(self) -> str:
         def spec(s):

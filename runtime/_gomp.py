@@ -20,11 +20,21 @@ environment around the dlopen that first loads it (the JIT's load of libgomp, or
 that needs it) and restores the environment after. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is
 respected (nothing set), and so is MINIMLIR_GOMP_WAIT_POLICY=active|passive (ours only: libgomp's
 spin-forever or sleep-at-once). Once libgomp is loaded the policy is fixed for the process.
+
+Worker threads are pinned, one per core (`pin_workers`): with nothing pinned, a worker that slept
+through a pause between calls is sometimes woken onto the core its master thread runs on, and the
+two share that core for milliseconds until the scheduler moves one (measured on SqueezeNet, 2
+threads, 2 vCPUs, a call after a 0.1 s pause: 6 of 30 calls took 10-31 ms against a median of 4.4
+ms; with the workers pinned none of 30, median 4.6 ms). Only the workers are pinned, never the
+calling thread: libgomp's OMP_PROC_BIND would bind the master too, and every thread the program
+starts afterwards (onnxruntime's pool, say) would inherit that one core. A user's OMP_PROC_BIND,
+OMP_PLACES or GOMP_CPU_AFFINITY is respected (nothing pinned), and MINIMLIR_PIN_THREADS=0 turns it off.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 from collections.abc import Iterator
 
@@ -58,4 +68,52 @@ def loading() -> Iterator[None]:
             os.environ.pop(k, None)
 
 
-__all__ = ["DEFAULT_SPINCOUNT", "loading", "wait_policy"]
+_AFFINITY_VARS = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
+_pinned: dict[int, int] = {}  # libgomp's dlopen handle -> the largest team whose workers were pinned
+_BODY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def pin_plan(n: int, cpus: list[int], environ: dict[str, str] | os._Environ | None = None) -> dict[int, int] | None:
+    """Worker thread number -> the core it is pinned to, for a team of n; None: pin nothing.
+
+    Worker i (1 <= i < n) gets the i-th allowed core; thread 0 (the caller) is left free. Nothing is
+    pinned for one thread, for more threads than allowed cores (pinning would stack workers), or
+    when the user chose a binding or set MINIMLIR_PIN_THREADS=0."""
+    env = os.environ if environ is None else environ
+    if any(v in env for v in _AFFINITY_VARS) or env.get("MINIMLIR_PIN_THREADS", "1").strip() == "0":
+        return None
+    if n <= 1 or n > len(cpus):
+        return None
+    return {i: cpus[i] for i in range(1, n)}
+
+
+def pin_workers(lib: ctypes.CDLL, n: int) -> bool:
+    """Pin the workers of the calling thread's libgomp pool for a team of n (see the module docstring).
+
+    Runs one parallel region of n threads in which each worker sets its own affinity: libgomp keeps
+    those threads for later regions of up to n threads. Once per larger team; True when pinned."""
+    if n <= _pinned.get(lib._handle, 1):
+        return False
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return False
+    plan = pin_plan(n, cpus)
+    if plan is None:
+        return False
+    lib.omp_get_thread_num.restype = ctypes.c_int
+
+    def body(_ctx: int | None) -> None:
+        cpu = plan.get(lib.omp_get_thread_num())
+        if cpu is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, {cpu})  # 0: the calling thread
+
+    fn = _BODY(body)
+    lib.GOMP_parallel.restype = None
+    lib.GOMP_parallel(fn, None, ctypes.c_uint(n), ctypes.c_uint(0))
+    _pinned[lib._handle] = n
+    return True
+
+
+__all__ = ["DEFAULT_SPINCOUNT", "loading", "pin_plan", "pin_workers", "wait_policy"]
