@@ -69,7 +69,7 @@ def _libgomp() -> ctypes.CDLL | None:
                 _num_threads.value = max(0, int(env))
             except ValueError:
                 warnings.warn(f"MINIMLIR_NUM_THREADS={env!r} is not an integer; ignored", stacklevel=2)
-        _gomp.pin_workers(lib, _num_threads.value or int(lib.omp_get_max_threads()))
+        _gomp.pin_workers(lib, _num_threads.value)
         return lib
     warnings.warn(
         "minimlir: libgomp could not be loaded; parallel loops run serially", RuntimeWarning, stacklevel=2
@@ -108,7 +108,7 @@ def set_num_threads(n: int | None) -> None:
     lib = _libgomp()
     _num_threads.value = int(n or 0)
     if lib is not None:
-        _gomp.pin_workers(lib, _num_threads.value or int(lib.omp_get_max_threads()))
+        _gomp.pin_workers(lib, _num_threads.value)
 
 
 def get_num_threads() -> int:

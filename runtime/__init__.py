@@ -209,8 +209,7 @@ class Model:
             gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
         except (OSError, AttributeError):
             return
-        gomp.omp_get_max_threads.restype = ctypes.c_int
-        _gomp.pin_workers(gomp, int(self._threads.value) or gomp.omp_get_max_threads())
+        _gomp.pin_workers(gomp, int(self._threads.value))
 
     def __repr__(self) -> str:
         def spec(s):

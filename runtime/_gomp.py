@@ -24,10 +24,11 @@ spin-forever or sleep-at-once). Once libgomp is loaded the policy is fixed for t
 Worker threads are pinned, one per core (`pin_workers`): with nothing pinned, a worker that slept
 through a pause between calls is sometimes woken onto the core its master thread runs on, and the
 two share that core for milliseconds until the scheduler moves one (measured on SqueezeNet, 2
-threads, 2 vCPUs, a call after a 0.1 s pause: 6 of 30 calls took 10-31 ms against a median of 4.4
-ms; with the workers pinned none of 30, median 4.6 ms). Only the workers are pinned, never the
-calling thread: libgomp's OMP_PROC_BIND would bind the master too, and every thread the program
-starts afterwards (onnxruntime's pool, say) would inherit that one core. A user's OMP_PROC_BIND,
+threads, 2 vCPUs, a call after a 0.1 s pause: unpinned, 6 of 30 and in a slower phase 9 of 20 calls
+took 10-34 ms against a median of 4.4-5.4 ms; pinned, 0 and 1 of 30, median 4.6-4.9 ms).
+Only the workers are pinned, never the calling thread: libgomp's OMP_PROC_BIND would bind the
+master too, and every thread the program starts afterwards (onnxruntime's pool, say) would inherit
+that one core. A user's OMP_PROC_BIND,
 OMP_PLACES or GOMP_CPU_AFFINITY is respected (nothing pinned), and MINIMLIR_PIN_THREADS=0 turns it off.
 """
 
@@ -88,10 +89,14 @@ def pin_plan(n: int, cpus: list[int], environ: dict[str, str] | os._Environ | No
 
 
 def pin_workers(lib: ctypes.CDLL, n: int) -> bool:
-    """Pin the workers of the calling thread's libgomp pool for a team of n (see the module docstring).
+    """Pin the workers of the calling thread's libgomp pool for a team of n, 0: libgomp's default
+    (omp_get_max_threads); see the module docstring.
 
     Runs one parallel region of n threads in which each worker sets its own affinity: libgomp keeps
     those threads for later regions of up to n threads. Once per larger team; True when pinned."""
+    if n == 0:
+        lib.omp_get_max_threads.restype = ctypes.c_int
+        n = lib.omp_get_max_threads()
     if n <= _pinned.get(lib._handle, 1):
         return False
     try:
