@@ -288,3 +288,35 @@ def test_one_row_block_runs_the_batch_loop_in_parallel():
         y, z = prog.main(*ins)
         np.testing.assert_allclose(y, ins[0] @ ins[1], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(z, ins[2] @ ins[3], rtol=1e-4, atol=1e-4)
+
+
+def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
+    """[1, 256] x [256, 1024] + bias, ReLU (an FC layer at batch 1): one row block and no batch
+    loop, so the column panels split into one chunk per core, the parallel loop (the parallel loop
+    was the one-iteration row-block loop: AlexNet's FC layers ran at the same 15.7 GB/s on one
+    and on two threads). The bias + ReLU epilogue runs per chunk. Same result as NumPy."""
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.default import matmul as MM
+
+    monkeypatch.setattr(MM, "_cores", lambda: 4)
+    text = ("func.func @main(%a: tensor<1x256xf32>, %b: tensor<256x1024xf32>, %c: tensor<1024xf32>)"
+            " -> tensor<1x1024xf32> {\n"
+            "  %y = graph.matmul %a, %b : (tensor<1x256xf32>, tensor<256x1024xf32>) -> tensor<1x1024xf32>\n"
+            "  %z = graph.add %y, %c : (tensor<1x1024xf32>, tensor<1024xf32>) -> tensor<1x1024xf32>\n"
+            "  %r = graph.relu %z : tensor<1x1024xf32>\n"
+            "  func.return %r : tensor<1x1024xf32>\n}")
+    m = _schedule_kernels.fused(text)
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    (kernel,) = [k for k in m.ops if "loop.kernel" in k.attributes]
+    par = [f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+    assert len(par) == 1 and par[0].ub.owner.value.value.data == 4
+    assert par[0].parent_op() is kernel  # outermost: the init, the tile and the epilogue inside
+    if native_ok:
+        from minimlir.backend import parallel
+
+        prog = _compile(text)
+        ins = [rand(1, 256), rand(256, 1024), rand(1024)]
+        for threads in (1, 2):
+            parallel.set_num_threads(threads)
+            np.testing.assert_allclose(prog.main(*ins), np.maximum(ins[0] @ ins[1] + ins[2], 0), rtol=1e-4, atol=1e-4)
+        parallel.set_num_threads(0)

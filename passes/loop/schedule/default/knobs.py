@@ -82,6 +82,11 @@ def _check_matmul(a: Mapping[str, Any], f: Mapping[str, Any]) -> str | None:
         return f"mr {mr} > M {m}"
     if n is not None and nv * w > max(n, w):
         return f"nv*width {nv * w} > N {n}"
+    chunks = a.get("matmul.col_chunks", 1)
+    if chunks > 1 and not f.get("matmul.one_row_block"):
+        return f"col_chunks {chunks}: only for one row block and no batch loop"
+    if chunks > 1 and (n is None or n % (nv * w) or (n // (nv * w)) % chunks):
+        return f"col_chunks {chunks} does not divide the {n} columns' panels of {nv * w}"
     return None
 
 
@@ -120,6 +125,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "static N not a multiple of nv*W: exact tiles for the full column panels, a guarded last one"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
+            Knob("matmul.col_chunks", (1, 2, 3, 4, 6, 8),
+                 "one row block: split the column panels into this many parallel chunks"),
         ), _check_matmul, ("matmul.mr", "matmul.nv", "matmul.width", "matmul.mc")),
         RuleKnobs("conv2d", (
             Knob("conv2d.rw", tuple(range(1, 33)), "register tile: output columns"),

@@ -101,6 +101,18 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # fuse_at "col_panel" (order ijk only) runs it per mc x nv*W panel right after the panel's
     # last k0 block, from L1: measured slower (BERT's 128x512x2048 + GELU: 3.9 vs 3.5 ms)
     order = choose("matmul.order", "ikj")
+    # one row block and no batch loop to share out (an FC layer at batch 1: AlexNet's 9216 x 4096,
+    # 151 MB of B): the column panels split into col_chunks outer chunks, the parallel loop, each
+    # streaming its own N / col_chunks columns of B's rows (on one row block the second thread idled:
+    # the FC layers ran at 15.7 GB/s on one and on two threads; 28 GB/s on two with two chunks).
+    # One chunk per core (at most 8): more, shorter chunks cost a single thread (AlexNet's FC6 at
+    # one thread: 15.8 GB/s with one chunk, 14.6 with two, 12.3 with eight)
+    batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
+    panels = n_ext // (nv * W) if n_ext is not None and n_ext % (nv * W) == 0 else 0
+    one_block = small and all(e == 1 for e in batch_exts)
+    fact("matmul.one_row_block", one_block)
+    # read only where it applies (the tuner's space holds the knobs a task's default read)
+    chunks = choose("matmul.col_chunks", _largest_divisor(panels, _cores())) if one_block and panels else 1
     pack_b = choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
     row_version = choose("matmul.row_version", k.row_version)  # used for a dynamic M only
@@ -117,11 +129,15 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         jo, j2 = s.split(j, [None, W])
         j0, j1 = s.split(jo, [None, nv])
         k0, k1 = s.split(kk, [None, kc])
+        outer = []
+        if chunks > 1:  # jp outermost: the loop at the row block's level, parallel and fused at
+            jp, j0 = s.split(j0, [chunks, None])
+            outer = [jp]
         if order == "ijk":
-            s.reorder(i0, j0, k0, i1, k1, i2, j1, j2)
+            s.reorder(*outer, i0, j0, k0, i1, k1, i2, j1, j2)
         else:
-            s.reorder(i0, k0, j0, i1, k1, i2, j1, j2)
-        s.decompose_reduction(b, s.get_loops(b)[len(batch) + (2 if order == "ijk" else 1)])
+            s.reorder(*outer, i0, k0, j0, i1, k1, i2, j1, j2)
+        s.decompose_reduction(b, s.get_loops(b)[len(batch) + len(outer) + (2 if order == "ijk" else 1)])
         if k.accumulate_in_registers:
             _cache_accumulator(kernel, b, [mr, nv, W], f"{bname}_acc")
 
@@ -208,6 +224,13 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     return True
 
 
+
+
+def _cores() -> int:
+    """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks."""
+    import os
+
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def register_tile(k, registers: int) -> tuple[int, int]:
