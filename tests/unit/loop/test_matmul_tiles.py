@@ -261,11 +261,16 @@ func.func @main(%q: tensor<1x2x197x64xf32>, %k: tensor<1x2x197x64xf32>) -> tenso
     np.testing.assert_allclose(got, q @ k.transpose(0, 1, 3, 2) / 8, rtol=1e-4, atol=1e-4)
 
 
+def _parallel_loops(kernel) -> list:
+    from minimlir.dialects import loop
+
+    return [f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+
+
 def test_one_row_block_runs_the_batch_loop_in_parallel():
     """[4, 34, 34] x [1, 4, 34, 784] (ShuffleNet's grouped 1x1 conv as a matmul): 34 rows are one
     row block, so the parallel loop is the batch of 4 (it was the one-iteration row-block loop:
     the second thread idled); the 128-row matmul keeps its row blocks parallel. Same result."""
-    from minimlir.dialects import loop
 
     text = ("func.func @main(%a: tensor<4x34x34xf32>, %b: tensor<1x4x34x784xf32>, %c: tensor<128x64xf32>,"
             " %d: tensor<64x32xf32>) -> (tensor<1x4x34x784xf32>, tensor<128x32xf32>) {\n"
@@ -276,7 +281,7 @@ def test_one_row_block_runs_the_batch_loop_in_parallel():
     D.schedule_module(m, D.ScheduleConfig(width=16))
     kernels = {k.sym_name.data: k for k in m.ops if "loop.kernel" in k.attributes}
     for name, ub in (("matmul_0", 4), ("matmul_1", None)):
-        par = [f for f in kernels[name].walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+        par = _parallel_loops(kernels[name])
         assert len(par) == 1, name
         if ub is not None:
             assert par[0].ub.owner.value.value.data == ub  # the batch loop, 4 groups
@@ -295,7 +300,6 @@ def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
     loop, so the column panels split into one chunk per core, the parallel loop (the parallel loop
     was the one-iteration row-block loop: AlexNet's FC layers ran at the same 15.7 GB/s on one
     and on two threads). The bias + ReLU epilogue runs per chunk. Same result as NumPy."""
-    from minimlir.dialects import loop
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "_cores", lambda: 4)
@@ -308,7 +312,7 @@ def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
     m = _schedule_kernels.fused(text)
     D.schedule_module(m, D.ScheduleConfig(width=16))
     (kernel,) = [k for k in m.ops if "loop.kernel" in k.attributes]
-    par = [f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+    par = _parallel_loops(kernel)
     assert len(par) == 1 and par[0].ub.owner.value.value.data == 4
     assert par[0].parent_op() is kernel  # outermost: the init, the tile and the epilogue inside
     if native_ok:

@@ -130,7 +130,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         j0, j1 = s.split(jo, [None, nv])
         k0, k1 = s.split(kk, [None, kc])
         outer = []
-        if chunks > 1:  # jp outermost: the loop at the row block's level, parallel and fused at
+        if chunks > 1:  # jp outermost, where the row block loop was: the parallel loop, the epilogue fused at it
             jp, j0 = s.split(j0, [chunks, None])
             outer = [jp]
         if order == "ijk":
@@ -228,9 +228,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
 def _cores() -> int:
     """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks."""
-    import os
+    from minimlir.backend.parallel import cpu_count
 
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    return min(8, cpu_count())
 
 
 def register_tile(k, registers: int) -> tuple[int, int]:
