@@ -227,10 +227,11 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
 
 def _cores() -> int:
-    """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks."""
-    from minimlir.backend.parallel import cpu_count
+    """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks.
+    (Not backend.parallel.cpu_count: passes do not import the backend, tests/unit/test_layering.py.)"""
+    import os
 
-    return min(8, cpu_count())
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def register_tile(k, registers: int) -> tuple[int, int]:
