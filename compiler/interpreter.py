@@ -167,6 +167,13 @@ def _as(value, t: Attribute):
     return np.asarray(value).astype(np_dtype(t))[()]
 
 
+def _shrui(a, b):
+    """Logical (zero-filling) shift right: the bits as unsigned, shifted, as the signed type again."""
+    a = np.asarray(a)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return (a.astype(unsigned) >> np.asarray(b).astype(unsigned)).astype(a.dtype)[()]
+
+
 def _cmpi(pred: str, a, b):
     if pred in ("ult", "ule", "ugt", "uge"):
         width = np.asarray(a).dtype.itemsize * 8 if not isinstance(a, int) else 64
@@ -255,6 +262,7 @@ _BINARY = {
     arith.XOrIOp: lambda a, b: a ^ b,
     arith.ShLIOp: lambda a, b: a << b,
     arith.ShRSIOp: lambda a, b: a >> b,
+    arith.ShRUIOp: _shrui,
     math.PowFOp: np.power,
     math.CopySignOp: np.copysign,
     math.Atan2Op: np.arctan2,

@@ -450,6 +450,13 @@ class ElementBuilder(Builder):
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.emit(arith.AndIOp(a, b))
 
+    def xor(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.XOrIOp(a, b))
+
+    def shrui(self, a: SSAValue, bits: int) -> SSAValue:
+        """Logical (zero-filling) shift right of an integer by a constant number of bits."""
+        return self.emit(arith.ShRUIOp(a, self.const(bits, element_type(a.type))))
+
     # -- element arithmetic ----------------------------------------------------------------
 
     def const(self, value: float | int | bool, t: Attribute) -> SSAValue:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, i1
+from xdsl.dialects.builtin import AnyFloat, f32, i1
 from xdsl.ir import SSAValue
 
 from minimlir.dialects.builder import ElementBuilder, element_type, is_float, is_unsigned
@@ -135,3 +135,78 @@ def selu(b: ElementBuilder, x: SSAValue, alpha: float, gamma: float) -> SSAValue
     """gamma * elu(x, alpha)."""
     g = fconst(b, gamma, x)
     return b.mul(g, elu(b, x, alpha))
+
+
+# ---------------------------------------------------------------------------------------------
+# counter-based random numbers (graph.random): element k of a tensor is a pure function of the seed
+# and k, so any tiling, vectorization or thread count computes the same tensor
+
+_M64 = (1 << 64) - 1
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+"""splitmix64's increment (2^64 / golden ratio, odd): counter n is at key + (n + 1) * GAMMA."""
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_MANTISSA = {16: 11, 32: 24, 64: 53}
+"""Bits of a uniform draw per float width: exactly representable, so u < 1 even after rounding."""
+
+
+def _i64(value: int) -> int:
+    """A 64-bit pattern as the signed value arith.constant takes."""
+    value &= _M64
+    return value - (1 << 64) if value >> 63 else value
+
+
+def mix64(value: int) -> int:
+    """splitmix64's finalizer (a bijection of 64-bit words) on a Python int: how a seed becomes
+    the generator's key, at compile time. `random_bits` emits the same function as IR."""
+    z = value & _M64
+    z = ((z ^ (z >> 30)) * _MIX1) & _M64
+    z = ((z ^ (z >> 27)) * _MIX2) & _M64
+    return z ^ (z >> 31)
+
+
+def _mix64(b: ElementBuilder, z: SSAValue) -> SSAValue:
+    t = element_type(z.type)
+    z = b.mul(b.xor(z, b.shrui(z, 30)), b.const(_i64(_MIX1), t))
+    z = b.mul(b.xor(z, b.shrui(z, 27)), b.const(_i64(_MIX2), t))
+    return b.xor(z, b.shrui(z, 31))
+
+
+def random_bits(b: ElementBuilder, key: int, counter: SSAValue, stride: int = 1, offset: int = 0) -> SSAValue:
+    """64 random bits (an i64) for counter n = stride * counter + offset (`counter` an i64 >= 0):
+    splitmix64's output number n + 1 from state `key`, mix64(key + (n + 1) * GAMMA) mod 2^64
+    (wrapping i64 multiplies and adds, logical shifts)."""
+    t = element_type(counter.type)
+    step = b.const(_i64(stride * GOLDEN_GAMMA), t)
+    start = b.const(_i64(key + (offset + 1) * GOLDEN_GAMMA), t)
+    return _mix64(b, b.add(b.mul(counter, step), start))
+
+
+def uniform01(b: ElementBuilder, bits: SSAValue, t: AnyFloat) -> SSAValue:
+    """The top m bits of `bits` (m = 11 / 24 / 53 for f16 / f32 / f64) scaled to [0, 1) in t."""
+    m = _MANTISSA[t.bitwidth]
+    top = b.shrui(bits, 64 - m)
+    return b.mul(b.cast(top, t), b.const(2.0 ** -m, t))
+
+
+def random_uniform(b: ElementBuilder, key: int, counter: SSAValue, t: AnyFloat, low: float, high: float) -> SSAValue:
+    """low + u * (high - low), u = uniform01 of counter `counter`."""
+    u = uniform01(b, random_bits(b, key, counter), t)
+    if (low, high) == (0.0, 1.0):
+        return u
+    return b.add(b.const(low, t), b.mul(u, b.const(high - low, t)))
+
+
+def random_normal(b: ElementBuilder, key: int, counter: SSAValue, t: AnyFloat, mean: float, scale: float) -> SSAValue:
+    """mean + scale * sqrt(-2 ln(1 - u1)) cos(2 pi u2) (Box-Muller), u1, u2 the uniform draws of
+    counters 2k and 2k + 1; computed in f32 for an f16 result (then rounded), else in t."""
+    ct = t if t.bitwidth >= 32 else f32
+    u1 = uniform01(b, random_bits(b, key, counter, 2, 0), ct)
+    u2 = uniform01(b, random_bits(b, key, counter, 2, 1), ct)
+    one = b.const(1.0, ct)
+    radius = b.sqrt(b.mul(b.const(-2.0, ct), b.log(b.sub(one, u1))))  # 1 - u1 in (0, 1]: finite
+    z = b.mul(radius, b.emit(math.CosOp(b.mul(b.const(2.0 * pymath.pi, ct), u2))))
+    if scale != 1.0:
+        z = b.mul(b.const(scale, ct), z)
+    if mean != 0.0:
+        z = b.add(b.const(mean, ct), z)
+    return b.cast(z, t)
