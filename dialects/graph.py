@@ -36,6 +36,8 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    Float16Type,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IndexType,
@@ -2318,6 +2320,52 @@ class RangeOp(IRDLOperation):
             raise VerifyException(f"result must be 1-D, got {self.result.type}")
 
 
+RANDOM_DISTRIBUTIONS = ("uniform", "normal")
+
+
+@irdl_op_definition
+class RandomOp(IRDLOperation):
+    """A seeded random tensor: uniform on [a, b), or normal with mean a and standard deviation b.
+    Element k (row-major) is a pure function of (seed, k): the counter-based generator of
+    `elementfn.random_uniform` / `random_normal`, so the value is the same on every call, for any
+    tiling or thread count, and a larger dynamic dim only appends elements (in 1-D). Elementwise
+    for graph-fuse: element k needs no input, so a consumer's loop computes it in place.
+
+    %u = graph.random "uniform"(0.0, 1.0) seed 42 dims(%n) : tensor<?x4xf32>
+    """
+
+    name = "graph.random"
+
+    dims = var_operand_def(IndexType())
+    result = result_def(TensorType)
+    distribution = prop_def(StringAttr)
+    a = prop_def(FloatAttr[Float64Type])
+    b = prop_def(FloatAttr[Float64Type])
+    seed = prop_def(IntegerAttr[_I64])
+
+    traits = traits_def(Pure(), FusionKind.ELEMWISE)
+    assembly_format = (
+        "$distribution `(` $a `,` $b `)` `seed` $seed (`dims` `(` $dims^ `)`)? attr-dict `:` type($result)"
+    )
+
+    def __init__(self, result_type: TensorType, distribution: str, a: float, b: float, seed: int,
+                 dims: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[list(dims)], result_types=[result_type],
+            properties={"distribution": StringAttr(distribution), "a": _f64(a), "b": _f64(b),
+                        "seed": _i64(seed)},
+        )
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        _check_num_dims(self.dims, [self.result.type])
+        if self.distribution.data not in RANDOM_DISTRIBUTIONS:
+            raise VerifyException(
+                f"distribution must be \"uniform\" or \"normal\", got \"{self.distribution.data}\"")
+        if not isinstance(_elt(self.result), Float16Type | Float32Type | Float64Type):
+            raise VerifyException(f"result element type must be f16, f32 or f64, got {_elt(self.result)}")
+
+
 @irdl_op_definition
 class DimOp(IRDLOperation):
     """The run-time size of dim `index`: `%n = graph.dim %x, 0 : tensor<?x4xf32>`."""
@@ -2498,7 +2546,7 @@ _LISTED_OPS = [
         SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp, LRNOp,
         ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ArgMaxOp,
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, GatherOp, WhereOp, CastOp, PadOp,
-        BroadcastToOp, TileOp, TriluOp, RangeOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
+        BroadcastToOp, TileOp, TriluOp, RangeOp, RandomOp, DimOp, ShapeOp, FromDimsOp, ExtractOp,
         CallKernelOp,
         *MORE_OPS,
         *COVERAGE_OPS,

@@ -638,3 +638,18 @@
 %x, %i = "test.op"() : () -> (tensor<4x5xf32>, tensor<3x?xi64>)
 // expected-error @+1 {{the last dim of indices must be static}}
 %y = "graph.gather_nd"(%x, %i) <{batch_dims = 0 : i64}> : (tensor<4x5xf32>, tensor<3x?xi64>) -> tensor<3xf32>
+
+// -----
+
+// expected-error @+1 {{distribution must be "uniform" or "normal", got "poisson"}}
+%r = "graph.random"() <{distribution = "poisson", a = 0.0 : f64, b = 1.0 : f64, seed = 1 : i64}> : () -> tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{result element type must be f16, f32 or f64, got i32}}
+%r = "graph.random"() <{distribution = "uniform", a = 0.0 : f64, b = 1.0 : f64, seed = 1 : i64}> : () -> tensor<4xi32>
+
+// -----
+
+// expected-error @+1 {{expected 1 dims operand(s), one per `?` in the result type(s), got 0}}
+%r = "graph.random"() <{distribution = "normal", a = 0.0 : f64, b = 1.0 : f64, seed = 1 : i64}> : () -> tensor<?x4xf32>
