@@ -28,7 +28,7 @@ import onnx
 from onnx import TensorProto
 
 from minimlir.frontend._onnx_ops import OP_TABLE, onnx_op
-from minimlir.frontend.onnx_import import DYNAMIC, NodeView, Unsupported, Value
+from minimlir.frontend.onnx_import import DYNAMIC, RANDOM_OPS, NodeView, Unsupported, Value
 
 MAX_UNROLL = 256
 """Most iterations a Loop / Scan is unrolled into."""
@@ -101,7 +101,7 @@ def _emit_body(n: NodeView, graph: onnx.GraphProto, bindings: dict[str, Value], 
         cx.values = saved
 
 
-_NO_FOLD = frozenset({"Constant", "Dropout", "If", "Loop", "Scan"})
+_NO_FOLD = frozenset({"Constant", "Dropout", "If", "Loop", "Scan"}) | RANDOM_OPS
 
 
 def _fold_small(view: NodeView) -> list | None:

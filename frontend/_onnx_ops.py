@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import TensorProto
-from xdsl.dialects.builtin import AnyFloat, Float16Type, IntegerType, TensorType, f32
+from xdsl.dialects.builtin import AnyFloat, Float16Type, TensorType, f32
 from xdsl.ir import SSAValue
 
 from minimlir.dialects import graph
@@ -349,44 +349,6 @@ def emit_cast(n: NodeView) -> list:
 def emit_identity(n: NodeView) -> list:
     """Identity(x) -> x (no op)."""
     return [n.input(0)]
-
-
-def _check_dropout(node, opset, known):
-    """Training mode is random unless the ratio is 0: supported only when training_mode is absent
-    or a constant false, or the ratio is a constant 0."""
-    if opset < 7:
-        if _attr(node, "is_test", 0) == 0 and len(node.output) > 1:
-            return "training mode (is_test=0)"
-        return None
-    if opset < 12:
-        return None
-    t = node.input[2] if len(node.input) > 2 and node.input[2] else None
-    if t is None or (t in known and not bool(known[t].reshape(-1)[0])):
-        return None
-    r = node.input[1] if len(node.input) > 1 and node.input[1] else None
-    if r is not None and r in known and float(known[r].reshape(-1)[0]) == 0.0:
-        return None
-    return "training mode with a ratio that is not a constant 0 (random output)"
-
-
-@onnx_op("Dropout", check=_check_dropout, check_known=True)
-def emit_dropout(n: NodeView) -> list:
-    """Dropout(x) in inference mode, or in training mode with ratio 0 -> x; the optional mask
-    output -> a 0-d `true` constant broadcast to x's shape (graph.broadcast_to)."""
-    cx = n.cx
-    if n.opset >= 12:
-        t = _const_input(n, 2, "training_mode")
-        if t is not None and bool(t.reshape(-1)[0]):
-            r = _const_input(n, 1, "ratio")
-            ratio = 0.5 if r is None else float(r.reshape(-1)[0])
-            if ratio != 0.0:
-                raise Unsupported(f"training mode with ratio {ratio} (random output)")
-    x = n.input(0)
-    outs: list = [x]
-    if n.output_used(1):
-        ones = cx.scalar(True, IntegerType(1))
-        outs.append(cx.broadcast_to(ones, cx.dims(x)))
-    return outs
 
 
 def _check_constant(node, opset):
@@ -1437,4 +1399,5 @@ from minimlir.frontend import _onnx_ops_resize  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage4  # noqa: E402,F401
+from minimlir.frontend import _onnx_ops_random  # noqa: E402,F401  (random ops and Dropout)
 from minimlir.frontend import _onnx_control_flow  # noqa: E402,F401

@@ -15,9 +15,6 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "OptionalGetElement", "OptionalHasElement"})),
     "string": ("string tensors (no string element type)", frozenset({
         "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"})),
-    "random": ("random output (a sample: no reference to compare; not implemented)", frozenset({
-        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
-        "Multinomial"})),
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
         "DFT", "STFT", "MelWeightMatrix"})),

@@ -598,7 +598,7 @@ def _static_problems(model: onnx.ModelProto, value_info,
 
 def _known_constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """Small constants visible without running anything: embedded initializers and Constant
-    nodes' `value` (for the checks that depend on a value, e.g. Dropout's training_mode)."""
+    nodes' `value` (for the checks that depend on a value: an op registered with check_known)."""
     known: dict[str, np.ndarray] = {}
     tensors = [(t.name, t) for t in model.graph.initializer]
     for node in model.graph.node:
@@ -670,7 +670,7 @@ def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple
 
     One source of truth with `import_onnx`: the static rules (op type, opset, dtypes, each op's
     `check`) and then the import itself, whose emitters reject what depends on shapes or constant
-    values (a 3-D kernel, a training-mode Dropout, ...). Graph inputs and initializers the import
+    values (a 3-D kernel, a Multinomial of rank 3, ...). Graph inputs and initializers the import
     rejects are rows too ("<input>", "<initializer>"). Not counted as problems: operands that must
     be constants but are graph inputs ("... at run time": OnnxBackend specializes on their values),
     dynamic dims of a model whose inputs have static shapes (computed from values: the same;
@@ -881,7 +881,12 @@ def _build(cx: Importer) -> ModuleOp:
     return module
 
 
-_NO_FOLD = frozenset({"Constant", "Dropout"})
+RANDOM_OPS = frozenset({"RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike", "Bernoulli",
+                        "Multinomial"})
+"""Ops whose output is a sample (frontend/_onnx_ops_random.py): never evaluated by the onnx
+reference at import time, whose generator is not ours."""
+
+_NO_FOLD = frozenset({"Constant", "Dropout"}) | RANDOM_OPS
 
 
 def reference_eval(view: NodeView) -> list[np.ndarray] | None:

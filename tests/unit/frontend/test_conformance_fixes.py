@@ -58,13 +58,14 @@ def test_node_case_passes(name, node_cases, tmp_path):
     assert result.status == "pass", f"{name}: {result.status}: {result.message}"
 
 
-@pytest.mark.parametrize("name,reason", [
-    ("test_training_dropout", "training mode with a ratio that is not a constant 0"),
-    ("test_training_dropout_zero_ratio_mask", "training mode with a ratio that is not a constant 0"),
-])
-def test_check_support_rejects_what_import_rejects(name, reason, node_cases):
-    """The static check sees the same reason the import (or the specialized import) gives."""
-    from minimlir.frontend.onnx_import import check_support
+@pytest.mark.parametrize("name", ["test_training_dropout", "test_training_dropout_zero_ratio_mask"])
+def test_check_support_accepts_what_import_accepts(name, node_cases):
+    """Training-mode Dropout with a run-time ratio imports (a seeded mask, frontend/_onnx_ops_random.py):
+    the static check has no reason either. (Its outputs for a nonzero ratio cannot match the case's
+    expected ones, drawn by NumPy's generator; tests/unit/frontend/test_onnx_random.py runs the
+    zero-ratio cases.)"""
+    from minimlir.frontend.onnx_import import check_support, import_onnx
 
     rows = check_support(node_cases[name].model)
-    assert any(r[3] is not None and reason in r[3] for r in rows), rows
+    assert all(r[3] is None for r in rows), rows
+    import_onnx(node_cases[name].model)

@@ -407,7 +407,7 @@ def test_layer_norm_extra_outputs_decomposed():
 def test_unsupported_lists_every_problem_at_once():
     nodes = [
         h.make_node("Relu", ["x"], ["a"]),
-        h.make_node("Bernoulli", ["a"], ["b"], name="coin"),
+        h.make_node("DFT", ["a"], ["b"], name="dft"),
         h.make_node("Pad", ["x", "p"], ["c"], mode="circular"),
         h.make_node("Cast", ["x"], ["d"], to=T.BFLOAT16),
         h.make_node("Foo", ["a"], ["e"], domain="com.example"),
@@ -421,7 +421,7 @@ def test_unsupported_lists_every_problem_at_once():
         import_onnx(m)
     got = {(p.op_type, p.reason) for p in e.value.problems}
     assert got == {
-        ("Bernoulli", "no importer for this op: random output (a sample: no reference to compare; not implemented)"),
+        ("DFT", "no importer for this op: signal processing with complex values (not implemented yet)"),
         ("Pad", "mode 'circular'"),
         ("Cast", "cast to bfloat16"),
         ("Foo", "domain 'com.example' is not supported"),
@@ -499,13 +499,16 @@ def test_training_dropout_with_ratio_zero_is_identity():
     assert names(module) == ["graph.constant", "graph.broadcast_to", "func.return"]
 
 
-def test_training_dropout_with_ratio_is_rejected_by_check_and_import():
+def test_training_dropout_with_ratio_draws_a_seeded_mask():
+    """Training mode with a nonzero ratio imports (frontend/_onnx_ops_random.py): a graph.random
+    mask; in inference mode the ratio is ignored and nothing is drawn."""
     m = _dropout_model(0.5, True)
-    reason = "training mode with a ratio that is not a constant 0 (random output)"
-    assert ("Dropout", 17, 1, reason) in check_support(m)
-    with pytest.raises(UnsupportedModelError, match="random output"):
-        import_onnx(m)
+    assert all(r[3] is None for r in check_support(m))
+    module, _ = import_onnx(m)
+    assert "graph.random" in names(module) and "graph.where" in names(module)
     assert all(r[3] is None for r in check_support(_dropout_model(0.5, False)))
+    module, _ = import_onnx(_dropout_model(0.5, False))
+    assert names(module) == ["graph.constant", "graph.broadcast_to", "func.return"]
 
 
 def test_check_support_reports_what_the_emitters_reject():

@@ -40,7 +40,7 @@ def unsupported():
     """Three unsupported things and one supported op."""
     nodes = [
         h.make_node("Relu", ["x"], ["a"], name="relu"),
-        h.make_node("Bernoulli", ["a"], ["b"], name="coin"),
+        h.make_node("DFT", ["a"], ["b"], name="dft"),
         h.make_node("Pad", ["x", "p"], ["c"], name="pad", mode="wrap"),
         h.make_node("Cast", ["x"], ["d"], name="cast", to=T.BFLOAT16),
     ]

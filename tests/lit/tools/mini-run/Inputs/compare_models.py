@@ -3,7 +3,7 @@
     python compare_models.py OUT_DIR
 
 mlp.onnx:         x[batch, 8] -> MatMul 'fc' -> Add 'bias' -> Relu 'act' -> Mul 'scale' -> Softmax 'probs' -> y
-unsupported.onnx: x[4] -> Bernoulli 'running' -> RandomUniformLike 'top' -> DFT 'dot' (no importer for any of them)
+unsupported.onnx: x[4] -> MaxRoiPool 'running' -> STFT 'top' -> DFT 'dot' (no importer for any of them)
 """
 
 import sys
@@ -39,8 +39,8 @@ def unsupported() -> onnx.ModelProto:
     axis = numpy_helper.from_array(np.array(0, np.int64), "axis")
     k = numpy_helper.from_array(np.array([True, False, True, True]), "k")
     nodes = [
-        helper.make_node("Bernoulli", ["x"], ["c"], name="running"),
-        helper.make_node("RandomUniformLike", ["c"], ["v"], name="top"),
+        helper.make_node("MaxRoiPool", ["x", "x"], ["c"], name="running", pooled_shape=[1, 1]),
+        helper.make_node("STFT", ["c", "axis"], ["v"], name="top"),
         helper.make_node("DFT", ["v"], ["y"], name="dot"),
     ]
     g = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", F, [4])],
