@@ -59,12 +59,15 @@ def test_matmul_interpreted_same_as_unscheduled(mkn):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_schedule_structure():
-    """The register tile: accumulator buffer, hoisted init, vector + unrolled loops, parallel i0."""
+@pytest.mark.parametrize("kc", [0, 8])
+def test_matmul_schedule_structure(kc):
+    """The register tile: accumulator buffer, vector + unrolled loops, parallel i0; the init
+    hoisted in front of the reduction when it runs in several passes (kc = 8 of K = 32), else
+    forwarded into the accumulator (kc unset: one pass)."""
     m = H.legalize(matmul_text(66, 32, 48))  # 6 | M: the full 6-row tile
-    assert D.schedule_module(m, D.ScheduleConfig(width=8)) == {"matmul_0": "matmul"}
+    assert D.schedule_module(m, D.ScheduleConfig(width=8, matmul=D.MatmulKnobs(kc=kc))) == {"matmul_0": "matmul"}
     text = str(m)
-    assert 'loop.block "matmul_init"' in text
+    assert ('loop.block "matmul_init"' in text) == (kc == 8)
     assert 'loop.block "matmul_acc_in"' in text and 'loop.block "matmul_acc_out"' in text
     mr, nv = register_tile(D.MatmulKnobs(), D.ScheduleConfig(width=8).vector_registers)
     assert f"memref<{mr}x{nv * 8}xf32>" in text  # mr x (nv * W)

@@ -114,16 +114,36 @@ def _inputs(m, k, n):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_epilogue_is_one_vectorized_block_in_the_parallel_row_loop(case):
-    """The consumers are inlined into one block that reads the matmul's output (C[0, i, j]: the
-    batch of one is indexed by a constant) and writes the kernel's: the only buffer the kernel
-    allocates at full size is the matmul's own accumulator C (the temporaries of the bias add and
-    of each GELU op are gone), the epilogue runs under the matmul's parallel row loop (one
-    parallel region per call) and its innermost loop is a vector loop."""
-    m_, k_, n_ = 64, 32, 64  # enough work for the parallel threshold to keep the row loop parallel
+def test_epilogue_in_registers_is_applied_to_the_accumulator(case):
+    """A one-pass reduction (K = 32): the consumers (inlined into one block) run on the
+    accumulator in acc_out, vectorized, under the matmul's parallel row loop, and store the
+    kernel's output: no buffer of the matmul's result C, no init nest, no epilogue nest."""
+    m_, k_, n_ = 64, 32, 64
     m = _fused(linear(m_, k_, n_, CASES[case][0], "z"))
     kernel = _kernel(m)
     D.schedule_module(m, D.ScheduleConfig(width=8))
+    blocks = [b.block_name.data for b in loop.blocks_of(kernel)]
+    assert all(b.startswith("matmul") for b in blocks) and "matmul_init" not in blocks, blocks
+    assert not [a for a in kernel.walk() if isinstance(a, mem.AllocOp | mem.AllocaOp)
+                and a.results[0].type.get_shape() == (1, m_, n_)]
+    (out,) = [b for b in loop.blocks_of(kernel) if b.block_name.data == "matmul_acc_out"]
+    assert [s.memref for s in out.body.walk() if isinstance(s, mem.StoreOp)] == [kernel.body.block.args[-1]]
+    par = [l for l in kernel.walk() if isinstance(l, loop.ForOp) and l.kind.data == "parallel"]
+    assert len(par) == 1 and par[0].is_ancestor(out)
+    assert loop.block_loops(out)[-1].kind.data == "vectorize"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_epilogue_is_one_vectorized_block_in_the_parallel_row_loop(case):
+    """Several reduction passes (kc = 8 of K = 32): the consumers are inlined into one block that
+    reads the matmul's output (C[0, i, j]: the batch of one is indexed by a constant) and writes the
+    kernel's: the only buffer the kernel allocates at full size is the matmul's own accumulator C
+    (the temporaries of the bias add and of each GELU op are gone), the epilogue runs under the
+    matmul's parallel row loop (one parallel region per call) and its innermost loop is a vector loop."""
+    m_, k_, n_ = 64, 32, 64  # enough work for the parallel threshold to keep the row loop parallel
+    m = _fused(linear(m_, k_, n_, CASES[case][0], "z"))
+    kernel = _kernel(m)
+    D.schedule_module(m, D.ScheduleConfig(width=8, matmul=D.MatmulKnobs(kc=8)))
     blocks = [b.block_name.data for b in loop.blocks_of(kernel)]
     epi = [b for b in loop.blocks_of(kernel) if not b.block_name.data.startswith("matmul")]
     assert len(epi) == 1, blocks

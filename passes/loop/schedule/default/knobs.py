@@ -116,6 +116,9 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.pack_b", (False, True), "copy B's tile into a local buffer (cache_read)"),
             Knob("matmul.inline_epilogue", (True, False),
                  "inline the elementwise consumers into one epilogue block (no intermediate buffers)"),
+            Knob("matmul.epilogue_in_registers", (True, False),
+                 "a one-pass reduction (K <= kc): start the accumulator at the init value and apply the "
+                 "epilogue to it before its one store (no init nest, no buffer for the matmul's result)"),
             Knob("matmul.fuse_at", ("row_block", "col_panel"),
                  "where the epilogue runs: per mc x nv*W panel of C (order ijk only) or per row block"),
             Knob("matmul.clamp_rows", (True, False), "ragged row tiles read row min(i, M-1), staying in registers"),
