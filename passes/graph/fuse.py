@@ -13,6 +13,8 @@ together with every op on the paths n -> dom when:
 
   * n's group is out-elementwise-fusable (conv2d, matmul, pools), phase 0: every edge on the
     paths is elementwise and every op on them at most broadcast (conv -> add(bias) -> relu);
+    into a group that holds an out-elementwise-fusable op already only when both are convs (the
+    conv rule tiles each conv of a kernel; a second matmul would get the generic schedule);
   * n's group is elementwise/broadcast, any phase: the path kind is at most injective or a
     reduction; ops on the paths at most injective; the `dom` group may be anything but opaque
     (so elementwise chains fuse, and a reduction absorbs its elementwise inputs);
@@ -265,6 +267,11 @@ class _Fuser:
                     )
                 return
             bad = [p for p, k in path_kinds if k > BROADCAST]
+            if sink.pattern == OUT_EWISE and not all(isinstance(x.anchor, graph.Conv2dOp) for x in (g, sink)):
+                # two convs share a kernel (the conv rule tiles each: ResNet's projection shortcut
+                # and the residual add); a second matmul would be scheduled by the generic rule
+                n.why = f"'{dom_name}' is in a group with a {_short(sink.anchor)} already"
+                return
             if sink.pattern > BROADCAST and sink.pattern != OUT_EWISE or bad:
                 what = bad[0] if bad else dom
                 n.why = f"'{what.op.name}' on the path is {what.group.root().pattern.label}"

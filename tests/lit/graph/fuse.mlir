@@ -141,3 +141,23 @@ func.func @single(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = graph.relu %x : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
+
+// Two matmuls into one add (a projection shortcut's two 1x1 convs as matmuls): the first one
+// visited absorbs the add and the ReLU; the second stays a kernel of its own (the matmul rule
+// tiles one matmul a kernel; two convs may share one, the conv rule tiles each).
+// CHECK-LABEL: func.func private @fused_matmul_add_relu
+// CHECK-NEXT:    %[[M:.*]] = graph.matmul
+// CHECK-NEXT:    %[[A:.*]] = graph.add %[[M]],
+// CHECK-NEXT:    %[[R:.*]] = graph.relu %[[A]]
+// CHECK-NEXT:    func.return %[[R]]
+// CHECK-LABEL: func.func @two_matmuls_into_one_add
+// CHECK-NEXT:    %[[Q:.*]] = graph.matmul
+// CHECK-NEXT:    %[[R:.*]] = func.call @fused_matmul_add_relu({{.*}}%[[Q]]
+// CHECK-NEXT:    func.return %[[R]]
+func.func @two_matmuls_into_one_add(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %c: tensor<8x12xf32>, %d: tensor<12x32xf32>) -> tensor<8x32xf32> {
+  %p = graph.matmul %a, %b : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %q = graph.matmul %c, %d : (tensor<8x12xf32>, tensor<12x32xf32>) -> tensor<8x32xf32>
+  %s = graph.add %p, %q : tensor<8x32xf32>
+  %r = graph.relu %s : tensor<8x32xf32>
+  func.return %r : tensor<8x32xf32>
+}
