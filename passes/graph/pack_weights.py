@@ -10,12 +10,21 @@ graph-lift-params then runs once, at load time, instead of in every call:
     %y = graph.conv2d %x, %p pads [1, 1, 1, 1] weight_tile 32 : (…, tensor<2x32x3x3x32xf32>) -> …
 
 First a per-channel Mul and Add after a conv (a batch norm left as such) fold into its weight
-and bias (`_fold_scale_shift`). A grouped 1x1 conv (stride 1, no padding) whose channels per
-group the panels fit badly (T below two full vectors: ShuffleNet's 68 and 34 channels per
-group) becomes a batched matmul over the pixels instead, [G, O/G, C/G] x [N, G, C/G, H*W] (the
-weight a free reshape): the matmul rule vectorizes along the H*W pixels, which measured 1.5-2x
-faster than narrow channel panels (only with at least 4 vectors of pixels: at 7x7 the conv stays
-faster).
+and bias (`_fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 4 vectors of
+pixels: at 7x7 the conv stays faster) become matmuls over the pixels (onnxruntime runs them as a
+GEMM too):
+
+  * group 1, [O, C] x [N, C, H*W], when C fits the matmul's reduction tile (one pass: the
+    epilogue runs on the accumulator registers) and the result feeds no concat: the conv rule
+    keeps its accumulator tile across output channels, so its stores to NCHW scatter (ResNet-50's
+    64 -> 256 1x1 convs at 56x56 ran at 42 GFLOP/s, 2.8x onnxruntime's time; as a matmul, 1.2x).
+    The conv's chain of elementwise consumers (bias, residual add, ReLU) moves before the final
+    reshape (`_sink_reshape`), so graph-fuse fuses it into the matmul;
+  * grouped, [G, O/G, C/G] x [N, G, C/G, H*W], when the channels per group fit the panels badly
+    (T below two full vectors: ShuffleNet's 68 and 34 channels per group): 1.5-2x faster than
+    narrow channel panels.
+
+The weight is a free reshape either way.
 
 The panel T is the one the conv2d schedule rule's vector path packs its weights in by default
 (`conv_weight_tile`: nv vectors of the target's width): with it the rule reads the weight as it
@@ -105,18 +114,32 @@ def _fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
 
 
 def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
-    """Rewrite a grouped 1x1 conv as a batched matmul (see the module docstring) when it pays."""
+    """Rewrite a 1x1 conv (stride 1, no padding) as a matmul over the pixels (see the module
+    docstring) when it pays."""
     from minimlir.passes.loop.schedule.default.conv2d import conv_weight_tile
 
     xs = op.input.type.get_shape()  # type: ignore[union-attr]
     o, cg, kh, kw = op.weight_shape()
     group = op.group.value.data
-    if (group == 1 or (cg == 1 and o == group) or op.tile or (kh, kw) != (1, 1) or min(xs[1:]) < 0
+    if ((cg == 1 and o == group) or op.tile or (kh, kw) != (1, 1) or min(xs[1:]) < 0
             or list(op.strides.get_values()) != [1, 1] or any(op.pads.get_values())
             or list(op.dilations.get_values()) != [1, 1] or o % group):
         return False
     og, hw = o // group, xs[2] * xs[3]
-    if conv_weight_tile(og, cfg) >= 2 * cfg.width or hw < 4 * cfg.width:
+    if hw < 4 * cfg.width:
+        return False
+    chain = _epilogue_chain(op.result)
+    end = chain[-1].results[0] if chain else op.result
+    if group > 1:
+        if conv_weight_tile(og, cfg) >= 2 * cfg.width:
+            return False
+    elif (cg > cfg.matmul.one_pass_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
+          or isinstance(op.input.owner, graph.ConcatOp)):
+        # group 1: only where the matmul runs its reduction in one pass (C <= one_pass_k: the
+        # rule widens kc to C), so the epilogue is applied in registers (loop-schedule's
+        # matmul.epilogue_in_registers), and neither the input comes from nor the result feeds a
+        # concat (graph-fuse fuses the reshape into the concat, which then copies element by
+        # element: SqueezeNet's fire modules got 0.2 ms slower each)
         return False
     elt = op.input.type.get_element_type()  # type: ignore[union-attr]
     new: list = []
@@ -126,21 +149,80 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
         return o_.results[0]
 
     dims = [add(graph.DimOp(op.input, 0))] if xs[0] < 0 else []
-    x = add(graph.ReshapeOp(op.input, TensorType(elt, [xs[0], group, cg, hw]), dims))
-    w = add(graph.ReshapeOp(op.weight, TensorType(elt, [group, og, cg])))
+    if group == 1:
+        x = add(graph.ReshapeOp(op.input, TensorType(elt, [xs[0], cg, hw]), dims))
+        w = add(graph.ReshapeOp(op.weight, TensorType(elt, [og, cg])))
+    else:
+        x = add(graph.ReshapeOp(op.input, TensorType(elt, [xs[0], group, cg, hw]), dims))
+        w = add(graph.ReshapeOp(op.weight, TensorType(elt, [group, og, cg])))
     y = add(graph.MatMulOp(w, x))
     if op.bias is not None:
-        b = add(graph.ReshapeOp(op.bias, TensorType(elt, [group, og, 1])))
+        b = add(graph.ReshapeOp(op.bias, TensorType(elt, [group, og, 1] if group > 1 else [og, 1])))
         y = add(graph.AddOp(y, b))
-    y = add(graph.ReshapeOp(y, op.result.type, dims))  # type: ignore[arg-type]
     ip = InsertPoint.before(op)
     for n in new:
         n.location = op.location
         Rewriter.insert_op(n, ip)
-    op.result.replace_all_uses_with(y)
+    y = _sink_reshape(op.result, chain, y, dims)
+    out = graph.ReshapeOp(y, op.result.type, dims)  # type: ignore[arg-type]
+    out.location = op.location
+    Rewriter.insert_op(out, InsertPoint.after(y.owner))
+    end.replace_all_uses_with(out.result)
+    for o in reversed(chain):
+        o.detach()
+        o.erase()
     op.detach()
     op.erase()
     return True
+
+
+def _epilogue_chain(v) -> list:
+    """The chain of one-use elementwise consumers of the conv result `v` (bias, batch-norm shift,
+    residual add, ReLU, ...): each takes the previous value once, its other operands are tensors of
+    v's type (a residual) or 0-d scalars (per-channel factors were folded into the conv already)."""
+    from minimlir.dialects._fusion import OpPattern, fusion_kind
+
+    chain, cur = [], v
+    while cur.has_one_use():
+        user = next(iter(cur.uses)).operation
+        if (fusion_kind(user) not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) or len(user.results) != 1
+                or user.regions or user.results[0].type != v.type or sum(o is cur for o in user.operands) != 1):
+            break
+        others = [o for o in user.operands if o is not cur]
+        if any(o.type != v.type and (not isinstance(o.type, TensorType) or o.type.get_shape()) for o in others):
+            break
+        chain.append(user)
+        cur = user.results[0]
+    return chain
+
+
+def _sink_reshape(v, chain: list, y, dims):
+    """The conv's result `v` (N, O, H, W) is the matmul's `y` (N, O, H*W) reshaped: apply its
+    epilogue `chain` to `y` instead, and reshape once at the end, so graph-fuse fuses the chain
+    into the matmul as its epilogue (a reshape after a matmul ends its fusion group: the ReLU ran
+    as a kernel of its own, a full extra pass). An operand of v's type (a residual) is reshaped
+    too (a view). Returns the chain's last value as (N, O, H*W)."""
+    t4, t3 = v.type, y.type
+    cur, cur3 = v, y
+    for user in chain:
+        ip = InsertPoint.before(user)
+        ops = []
+        for o in user.operands:
+            if o is cur:
+                ops.append(cur3)
+            elif o.type == t4:
+                r = graph.ReshapeOp(o, t3, dims)
+                r.location = user.location
+                Rewriter.insert_op(r, ip)
+                ops.append(r.result)
+            else:
+                ops.append(o)
+        new = type(user).create(operands=ops, result_types=[t3], properties=dict(user.properties),
+                                attributes=dict(user.attributes))
+        new.location = user.location
+        Rewriter.insert_op(new, ip)
+        cur, cur3 = user.results[0], new.results[0]
+    return cur3
 
 
 def _config_for(width: int):
@@ -182,3 +264,22 @@ class GraphPackWeightsPass(ModulePass):
             tile = conv_weight_tile(o // group, cfg)
             if tile:
                 _pack(conv, tile)
+        _fold_reshape_pairs(op)
+
+
+def _fold_reshape_pairs(module: ModuleOp) -> None:
+    """reshape(reshape(x)) back to x's own type -> x: a residual add between two 1x1 convs
+    rewritten as matmuls reads the first one's (N, O, H*W) result through (N, O, H, W) and back."""
+    erased: set = set()
+    for r in [o for o in module.walk() if isinstance(o, graph.ReshapeOp)]:
+        inner = r.input.owner
+        if r in erased:
+            continue
+        if isinstance(inner, graph.ReshapeOp) and r.result.type == inner.input.type:
+            r.result.replace_all_uses_with(inner.input)
+            r.detach()
+            r.erase()
+            if not inner.result.uses:
+                erased.add(inner)
+                inner.detach()
+                inner.erase()

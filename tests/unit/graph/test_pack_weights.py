@@ -95,7 +95,7 @@ def test_param_convs_are_packed_once_and_match_onnxruntime(tmp_path):
     sess = ort.InferenceSession(str(path))
     m = compile(path, cache=False)
     lifted = m.program.lifted_params()
-    assert len(lifted) == 4  # every conv but the depthwise one
+    assert len(lifted) == 3  # every conv but the depthwise one and the 1x1 one (a matmul reading W as it is)
     for x in (rand(1, 3, 10, 10), rand(3, 3, 10, 10)):
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
     # the kernels read the packed params as they are: no packing nest per call
@@ -204,3 +204,51 @@ def test_per_channel_scale_and_shift_fold_into_the_conv(tmp_path):
     m = compile(path, cache=False)
     x = rand(2, 8, 6, 6)
     np.testing.assert_allclose(m(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-4, atol=1e-3)
+
+
+def test_pointwise_convs_become_matmuls_with_their_epilogue(tmp_path):
+    """ResNet's bottleneck: 1x1 convs (group 1, stride 1) run as matmuls over the pixels, the
+    residual add and ReLU applied to the (N, O, H*W) matmul result (fused into its kernel, not
+    behind a reshape); a projection shortcut's two matmuls are two kernels, the add in one of
+    them. A 1x1 conv reading a concat, one feeding a concat and a strided one stay convs. Same
+    result as onnxruntime at two batch sizes from one compile."""
+    rng = np.random.default_rng(7)
+    inits = []
+
+    def w(name, *shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
+        return name
+
+    c = lambda i, ws, o, **kw: helper.make_node("Conv", [i, w(f"{o}_w", *ws), w(f"{o}_b", ws[0])], [o], **kw)  # noqa: E731
+    nodes = [
+        c("x", (16, 32, 1, 1), "a"), helper.make_node("Relu", ["a"], ["ar"]),
+        c("ar", (16, 16, 3, 3), "b", pads=[1] * 4), helper.make_node("Relu", ["b"], ["br"]),
+        c("br", (32, 16, 1, 1), "e"), helper.make_node("Add", ["e", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y1"]),
+        c("y1", (48, 32, 1, 1), "p"), c("y1", (48, 32, 1, 1), "q"),  # projection: two 1x1 convs into one add
+        helper.make_node("Add", ["p", "q"], ["pq"]), helper.make_node("Relu", ["pq"], ["y2"]),
+        c("y2", (16, 48, 1, 1), "u"), helper.make_node("Relu", ["y2"], ["r2"]),
+        helper.make_node("Concat", ["u", "r2"], ["cat"], axis=1),
+        c("cat", (8, 64, 1, 1), "v"), c("v", (8, 8, 1, 1), "z", strides=[2, 2]),
+    ]
+    path = _save(tmp_path / "bottleneck.onnx", nodes, inits, "x", ["n", 32, 10, 10], "z")
+    from minimlir.frontend.api import load
+
+    module = load(path).module
+    driver.lower(module, "graph-pack-weights{width=16}")
+    main = next(f for f in module.ops if f.sym_name.data == "main")
+    ops = list(main.walk())
+    names = [o.name for o in ops]
+    assert names.count("graph.matmul") == 4 and names.count("graph.conv2d") == 4, names
+    # the ReLUs (and residual adds) after a matmul work on its (N, O, H*W) result
+    assert [len(o.results[0].type.get_shape()) for o in ops if o.name == "graph.relu"] == [3, 4, 3, 3, 4]
+    driver.lower(module, "graph-infer-dims,graph-lift-params,graph-fuse")
+    kernels = [f for f in module.ops if "graph.primitive" in f.attributes]
+    assert all(sum(o.name == "graph.matmul" for o in f.walk()) <= 1 for f in kernels)
+    assert [f for f in kernels if [o.name for o in f.walk() if o.name != "func.return"][1:] and
+            {"graph.matmul", "graph.relu"} <= {o.name for o in f.walk()} and
+            sum(o.name == "graph.add" for o in f.walk()) == 2], "a matmul + bias + residual + ReLU kernel"
+    m = compile(path, cache=False)
+    sess = ort.InferenceSession(str(path))
+    for n in (1, 3):
+        x = rand(n, 32, 10, 10)
+        np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
