@@ -135,9 +135,8 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
             return False
     elif (cg > cfg.matmul.one_pass_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
           or isinstance(op.input.owner, graph.ConcatOp)):
-        # group 1: only where the matmul runs its reduction in one pass (C <= one_pass_k: the
-        # rule widens kc to C), so the epilogue is applied in registers (loop-schedule's
-        # matmul.epilogue_in_registers), and neither the input comes from nor the result feeds a
+        # group 1: only where the matmul runs its reduction in one pass (C <= kc), so the
+        # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and neither the input comes from nor the result feeds a
         # concat (graph-fuse fuses the reshape into the concat, which then copies element by
         # element: SqueezeNet's fire modules got 0.2 ms slower each)
         return False

@@ -25,7 +25,7 @@ attempt back in transaction.py, shared helpers in _helpers.py. A new rule is a n
     the init is hoisted in front of k0 (decompose-reduction), so the k1 loop body is mr·nv
     vector FMAs on an accumulator tile LLVM keeps in registers; elementwise consumers fused into
     the kernel are computed per i0 row block (reverse-compute-at), then vectorized. A reduction
-    that runs in one pass (K <= kc; kc widens to a K up to 2 kc) instead starts the accumulator at
+    that runs in one pass (K <= kc) instead starts the accumulator at
     the init value and applies the epilogue to it before its one store (epilogue_in_registers:
     no init nest, no buffer for C; ResNet-50's 1x1 convs as matmuls).
   * conv2d (block "conv2d", loops n co oh ow ci kh kw, group 1, W | CO static): output channels

@@ -18,7 +18,7 @@ class MatmulKnobs:
     mr: int = 0  # 0: from the register budget (matmul.register_tile: 6 x 2 with 16 registers, 8 x 2 with 32)
     nv: int = 0
     mc: int = 64
-    kc: int = 0  # 0: the rule decides, DEFAULT_KC or K itself up to one_pass_k() (one pass, epilogue in registers)
+    kc: int = 0  # 0: DEFAULT_KC
     unroll_rows: bool = True
     accumulate_in_registers: bool = True
     # copy B's kc x (nv*W) tile into a local buffer (cache_read) once per row block; None: the
@@ -37,9 +37,8 @@ class MatmulKnobs:
     parallel: bool = True
 
     def one_pass_k(self) -> int:
-        """The largest K whose reduction runs in one pass: kc when set, else 2 * DEFAULT_KC (the rule
-        widens its tile to such a K: B's K x nv*W panel, 64 KB with 16 lanes, still fits L2)."""
-        return self.kc or 2 * DEFAULT_KC
+        """The largest K whose reduction runs in one pass (the epilogue applied in registers)."""
+        return self.kc or DEFAULT_KC
 
 
 @dataclass(frozen=True)
