@@ -136,9 +136,10 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     elif (cg > cfg.matmul.one_pass_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
           or isinstance(op.input.owner, graph.ConcatOp)):
         # group 1: only where the matmul runs its reduction in one pass (C <= kc), so the
-        # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and neither the input comes from nor the result feeds a
-        # concat (graph-fuse fuses the reshape into the concat, which then copies element by
-        # element: SqueezeNet's fire modules got 0.2 ms slower each)
+        # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and
+        # neither the input comes from nor the result feeds a concat (graph-fuse fuses the
+        # reshape into the concat, which then copies element by element: SqueezeNet's fire
+        # modules got 0.2 ms slower each)
         return False
     elt = op.input.type.get_element_type()  # type: ignore[union-attr]
     new: list = []
