@@ -56,12 +56,18 @@ class OpSpec:
 OP_TABLE: dict[str, OpSpec] = {}
 
 
-def onnx_op(*op_types: str, check=None, min_opset: int = 1, check_known: bool = False):
-    """Register the decorated emitter for `op_types`."""
+def op_key(domain: str, op_type: str) -> str:
+    """The OP_TABLE key of `op_type` in `domain`: the op type itself in the default domain (""
+    or "ai.onnx"), "<domain>:<op type>" in another one (ai.onnx.ml: frontend/_onnx_ops_ml.py)."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}:{op_type}"
+
+
+def onnx_op(*op_types: str, check=None, min_opset: int = 1, check_known: bool = False, domain: str = ""):
+    """Register the decorated emitter for `op_types` of `domain` (min_opset: of that domain)."""
 
     def register(fn):
         for t in op_types:
-            OP_TABLE[t] = OpSpec(fn, check, min_opset, check_known)
+            OP_TABLE[op_key(domain, t)] = OpSpec(fn, check, min_opset, check_known)
         return fn
 
     return register
@@ -1400,4 +1406,5 @@ from minimlir.frontend import _onnx_ops_coverage  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage3  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_coverage4  # noqa: E402,F401
 from minimlir.frontend import _onnx_ops_random  # noqa: E402,F401  (random ops and Dropout)
+from minimlir.frontend import _onnx_ops_ml  # noqa: E402,F401  (the ai.onnx.ml domain)
 from minimlir.frontend import _onnx_control_flow  # noqa: E402,F401

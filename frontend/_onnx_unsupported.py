@@ -26,8 +26,17 @@ _BY_OP = {op: text for text, ops in CATEGORIES.values() for op in ops}
 
 DOMAINS = {
     "ai.onnx.preview.training": "training-only ops (ai.onnx.preview.training)",
-    "ai.onnx.ml": "classical ML ops (ai.onnx.ml) are not supported",
 }
+
+ML_OPS: dict[str, str] = {
+    "LabelEncoder": "string tensors (no string element type)",
+    "CategoryMapper": "string tensors (no string element type)",
+    "CastMap": "map values (minimlir's graph dialect has tensors only)",
+    "DictVectorizer": "map values (minimlir's graph dialect has tensors only)",
+    "ZipMap": "sequence-of-map output (minimlir's graph dialect has tensors only)",
+}
+"""Why an ai.onnx.ml op is refused; the ones imported are registered with `onnx_op(...,
+domain="ai.onnx.ml")` (frontend/_onnx_ops_ml.py), any other has no importer yet."""
 
 
 def no_importer_reason(op_type: str) -> str:
@@ -36,7 +45,11 @@ def no_importer_reason(op_type: str) -> str:
     return "no importer for this op" if why is None else f"no importer for this op: {why}"
 
 
-def domain_reason(domain: str) -> str:
+def domain_reason(domain: str, op_type: str = "") -> str:
+    """The reason for an op of a domain other than ai.onnx that has no emitter."""
+    if domain == "ai.onnx.ml":
+        why = ML_OPS.get(op_type)
+        return f"ai.onnx.ml op {op_type}: " + (why if why else "no importer for this op yet")
     why = DOMAINS.get(domain)
     return f"domain '{domain}' is not supported" + (f": {why}" if why else "")
 

@@ -564,7 +564,7 @@ def _node_label(node: onnx.NodeProto, index: int) -> str:
 def _static_problems(model: onnx.ModelProto, value_info,
                      node_opsets: list[int] | None = None) -> list[tuple[onnx.NodeProto, int, str | None]]:
     """(node, opset, reason or None) for every node, from op type, attributes and dtypes only."""
-    from minimlir.frontend._onnx_ops import OP_TABLE
+    from minimlir.frontend._onnx_ops import OP_TABLE, op_key
     from minimlir.frontend._onnx_unsupported import domain_reason, no_importer_reason
 
     opsets = _opsets(model)
@@ -576,12 +576,13 @@ def _static_problems(model: onnx.ModelProto, value_info,
         if node_opsets is not None and domain == "":
             opset = node_opsets[k]
         reason = None
-        if domain != "":
-            reason = domain_reason(node.domain)
-        elif node.op_type not in OP_TABLE:
+        key = op_key(domain, node.op_type)
+        if domain != "" and key not in OP_TABLE:
+            reason = domain_reason(node.domain, node.op_type)
+        elif key not in OP_TABLE:
             reason = no_importer_reason(node.op_type)
         else:
-            spec = OP_TABLE[node.op_type]
+            spec = OP_TABLE[key]
             if opset < spec.min_opset:
                 reason = f"opset {opset} is older than the oldest supported ({spec.min_opset})"
             if reason is None:
@@ -740,7 +741,7 @@ def import_onnx(
 
 
 def _build(cx: Importer) -> ModuleOp:
-    from minimlir.frontend._onnx_ops import OP_TABLE
+    from minimlir.frontend._onnx_ops import OP_TABLE, op_key
 
     graph_proto = cx.model.graph
     # Initializers (and their declared shapes).
@@ -827,7 +828,7 @@ def _build(cx: Importer) -> ModuleOp:
         try:
             outs = _fold_weights(cx, view)
             if outs is None:
-                outs = OP_TABLE[node.op_type].emit(view)
+                outs = OP_TABLE[op_key(node.domain, node.op_type)].emit(view)
         except Unsupported as e:
             cx.problems.append(Problem(node.op_type, opset, label, str(e)))
             poisoned.update(node.output)
