@@ -1,5 +1,5 @@
-"""The ai.onnx.ml ops minimlir imports (Binarizer: frontend/_onnx_ops_ml.py), against onnxruntime and / or the onnx
-reference implementation; the other ai.onnx.ml ops are refused with a per-op reason. Each model is
+"""The ai.onnx.ml ops minimlir imports (Binarizer, ArrayFeatureExtractor: frontend/_onnx_ops_ml.py), against
+onnxruntime and / or the onnx reference implementation; the other ai.onnx.ml ops are refused with a per-op reason. Each model is
 compiled once and run at two batch sizes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from minimlir.frontend import compile as mini_compile
@@ -51,7 +51,7 @@ def _run_all(model, feeds_list, ort_check=True, ref_check=True, expect=None):
 
 
 # --------------------------------------------------------------------------------------------
-# Binarizer
+# Binarizer, ArrayFeatureExtractor
 
 
 def test_binarizer():
@@ -68,6 +68,20 @@ def test_binarizer():
                    [_vi("x", elem, ["n", 3])], [_vi("y", elem, None)], ml=1)
         feeds = [{"x": _rng.integers(-4, 4, (n, 3)).astype(dtype)} for n in (2, 5)]
         _run_all(m, feeds, ort_check=False)  # onnxruntime has a float32 Binarizer only
+
+
+def test_array_feature_extractor():
+    """Run-time [1, 3] indices (repeated, out of order) on a dynamic batch of rank-3 data, constant
+    indices on a 1-D input (the result is [1, k], as onnxruntime has it)."""
+    m = _model([helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], domain="ai.onnx.ml")],
+               [_vi("x", F, ["n", 2, 5]), _vi("i", I64, [1, 3])], [_vi("y", F, None)], ml=1)
+    feeds = [{"x": _rng.standard_normal((n, 2, 5)).astype(np.float32), "i": np.array(i, dtype=np.int64)}
+             for n, i in ((2, [[4, 0, 4]]), (6, [[1, 3, 2]]))]
+    _run_all(m, feeds)
+    idx = numpy_helper.from_array(np.array([3, 1], dtype=np.int64), "i")
+    m = _model([helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], domain="ai.onnx.ml")],
+               [_vi("x", I64, [6])], [_vi("y", I64, None)], ml=1, inits=[idx])
+    _run_all(m, [{"x": np.arange(6, dtype=np.int64) * 7}])
 
 
 # --------------------------------------------------------------------------------------------
