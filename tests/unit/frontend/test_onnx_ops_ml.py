@@ -1,5 +1,6 @@
-"""The ai.onnx.ml ops minimlir imports (Binarizer, ArrayFeatureExtractor: frontend/_onnx_ops_ml.py), against
-onnxruntime and / or the onnx reference implementation; the other ai.onnx.ml ops are refused with a per-op reason. Each model is
+"""The ai.onnx.ml ops minimlir imports (Binarizer, ArrayFeatureExtractor, TreeEnsemble:
+frontend/_onnx_ops_ml.py), each against onnxruntime and / or the onnx
+reference implementation; the other ai.onnx.ml ops are refused with a per-op reason. Each model is
 compiled once and run at two batch sizes."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -82,6 +84,133 @@ def test_array_feature_extractor():
     m = _model([helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], domain="ai.onnx.ml")],
                [_vi("x", I64, [6])], [_vi("y", I64, None)], ml=1, inits=[idx])
     _run_all(m, [{"x": np.arange(6, dtype=np.int64) * 7}])
+
+
+# --------------------------------------------------------------------------------------------
+# TreeEnsemble
+
+
+def _ensemble(n_trees, n_features, n_targets, max_depth, modes, dtype, missing=True, leaf_root=False):
+    """Random trees (node ids in pre-order, as the reference reads membership_values), splits on a
+    0.1 grid, integer membership sets (nonzero: the reference ends a set at a 0 as at a NaN)."""
+    a = {k: [] for k in ("splits", "features", "modes", "tid", "fid", "tl", "fl", "lw", "lt", "miss")}
+    members: list[float] = []
+
+    def leaf():
+        a["lw"].append(float(_rng.standard_normal()))
+        a["lt"].append(int(_rng.integers(n_targets)))
+        return len(a["lw"]) - 1
+
+    def node(d):
+        if d >= max_depth or (d > 0 and _rng.random() < 0.25):
+            return leaf(), 1
+        k = len(a["splits"])
+        mode = int(_rng.choice(modes))
+        a["modes"].append(mode)
+        a["features"].append(int(_rng.integers(n_features)))
+        # half on the integers the features take (ties for LEQ / LT / EQ ...), half between
+        a["splits"].append(float(_rng.integers(-3, 4)) if _rng.random() < 0.5 else float(_rng.integers(-20, 21) / 10))
+        a["miss"].append(int(_rng.integers(2)))
+        if mode == 6:
+            members.extend([*(float(v) for v in _rng.choice([-2, -1, 1, 2], int(_rng.integers(1, 4)), replace=False)),
+                            np.nan])
+        for key in ("tid", "fid", "tl", "fl"):
+            a[key].append(0)
+        a["tid"][k], a["tl"][k] = node(d + 1)
+        a["fid"][k], a["fl"][k] = node(d + 1)
+        return k, 0
+
+    roots = [node(0)[0] for _ in range(n_trees)]
+    if leaf_root:  # a tree that is one leaf: a node with both branches to the same leaf, as its root
+        k = len(a["splits"])
+        while len(a["lw"]) <= k:
+            leaf()
+        for key, v in (("modes", 0), ("features", 0), ("splits", 0.0), ("miss", 0), ("tid", k), ("fid", k),
+                       ("tl", 1), ("fl", 1)):
+            a[key].append(v)
+        roots.append(k)
+    attrs = dict(
+        nodes_splits=numpy_helper.from_array(np.array(a["splits"], dtype=dtype), "s"),
+        nodes_featureids=a["features"],
+        nodes_modes=numpy_helper.from_array(np.array(a["modes"], dtype=np.uint8), "m"),
+        nodes_truenodeids=a["tid"], nodes_falsenodeids=a["fid"], nodes_trueleafs=a["tl"],
+        nodes_falseleafs=a["fl"], leaf_targetids=a["lt"],
+        leaf_weights=numpy_helper.from_array(np.array(a["lw"], dtype=dtype), "w"),
+        tree_roots=roots, n_targets=n_targets)
+    if missing:
+        attrs["nodes_missing_value_tracks_true"] = a["miss"]
+    if members:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(members, dtype=dtype), "mv")
+    return attrs
+
+
+def _tree_model(attrs, elem, n_features, **kw):
+    node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs, **kw)
+    return _model([node], [_vi("x", elem, ["n", n_features])], [_vi("y", elem, None)])
+
+
+def _features(dtype, n, n_features, nan=True):
+    """Integer-valued features (onnxruntime tests set membership on the integer part) and NaNs."""
+    x = _rng.integers(-3, 4, (n, n_features)).astype(dtype)
+    if nan:
+        x[_rng.random((n, n_features)) < 0.1] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype,elem", [(np.float32, F), (np.float64, D)])
+@pytest.mark.parametrize("agg", [0, 1, 2, 3])
+def test_tree_ensemble(dtype, elem, agg):
+    """Every node mode (BRANCH_LEQ ... BRANCH_MEMBER), NaNs (missing values tracking true or not),
+    every aggregate function, against onnxruntime and the reference at two batch sizes. MIN / MAX
+    have one target: for a target no tree reaches, onnxruntime writes 0, the reference (whose
+    values we follow; test_tree_ensemble_min_max_unreached) the type's extreme."""
+    attrs = _ensemble(5, 4, 3 if agg < 2 else 1, 4, [0, 1, 2, 3, 4, 5, 6], dtype)
+    m = _tree_model(attrs, elem, 4, aggregate_function=agg)
+    _run_all(m, [{"x": _features(dtype, n, 4)} for n in (5, 17)])
+
+
+def test_tree_ensemble_min_max_unreached_and_leaf_tree():
+    """MIN / MAX over several targets (a target no tree reaches keeps the reference's initial
+    float max / min), and a tree that is a single leaf; against the reference."""
+    for agg in (2, 3):
+        attrs = _ensemble(3, 3, 4, 3, [0, 2, 4], np.float32, leaf_root=True)
+        m = _tree_model(attrs, F, 3, aggregate_function=agg)
+        _run_all(m, [{"x": _features(np.float32, n, 3)} for n in (4, 9)], ort_check=False)
+
+
+def test_tree_ensemble_membership_in_tree_order():
+    """MEMBER nodes numbered out of pre-order (root 0, its true child 2, its false child 1): the
+    reference assigns the NaN-ended sets in the order it builds the tree (0, 2, 1); onnxruntime in
+    node-id order (0, 1, 2), so only the reference is compared."""
+    attrs = dict(
+        nodes_splits=numpy_helper.from_array(np.zeros(3, dtype=np.float32), "s"),
+        nodes_featureids=[0, 1, 1],
+        nodes_modes=numpy_helper.from_array(np.full(3, 6, dtype=np.uint8), "m"),
+        nodes_truenodeids=[2, 0, 2], nodes_falsenodeids=[1, 1, 3], nodes_trueleafs=[0, 1, 1],
+        nodes_falseleafs=[0, 1, 1], leaf_targetids=[0, 0, 0, 0],
+        leaf_weights=numpy_helper.from_array(np.array([1, 2, 3, 4], dtype=np.float32), "w"),
+        tree_roots=[0], n_targets=1,
+        membership_values=numpy_helper.from_array(np.array([1, np.nan, 2, np.nan, -1, np.nan], np.float32), "mv"))
+    m = _tree_model(attrs, F, 2)
+    x = np.array([[a, b] for a in (1, 0) for b in (2, -1, 0)], dtype=np.float32)
+    _run_all(m, [{"x": x}, {"x": x[::-1].copy()}], ort_check=False)
+
+
+def test_tree_ensemble_post_transform():
+    """SOFTMAX (1) and LOGISTIC (2) as the ONNX spec numbers them, on the reference's raw scores
+    (the reference ignores post_transform; onnxruntime 1.31 swaps the two)."""
+
+    def softmax(r):
+        e = np.exp(r[0] - r[0].max(1, keepdims=True))
+        return [(e / e.sum(1, keepdims=True)).astype(r[0].dtype)]
+
+    def logistic(r):
+        return [(1 / (1 + np.exp(-r[0]))).astype(r[0].dtype)]
+
+    attrs = _ensemble(4, 3, 3, 3, [0, 1, 3], np.float32)
+    for post, fn in ((1, softmax), (2, logistic)):
+        m = _tree_model(attrs, F, 3, post_transform=post)
+        _run_all(m, [{"x": _features(np.float32, n, 3)} for n in (3, 7)], ort_check=False, expect=fn)
 
 
 # --------------------------------------------------------------------------------------------
