@@ -24,6 +24,7 @@ decomposition into graph ops; two need a graph op of their own (graph.nms_select
   Det              LU with partial pivoting, unrolled over the static size
   RoiAlign, DeformConv   bilinear taps as graph.gather from the flattened input (DeformConv then
                    a grouped graph.matmul)
+  MelWeightMatrix  folded at import: a constant computed from its (constant) scalar inputs
 """
 
 from __future__ import annotations
@@ -1051,3 +1052,46 @@ def _within(cx, v, hi: float, el):
 def _batch_iota(cx, nb):
     """0..N-1 as [N, 1, 1, 1, 1] i64."""
     return cx.reshape(_iota(cx, nb), [nb, 1, 1, 1, 1])
+
+
+def _check_mel(node, opset) -> str | None:
+    dt = int(_attr(node, "output_datatype", TensorProto.FLOAT))
+    return None if dt in _DTYPES else f"output_datatype {onnx_dtype_name(dt)}"
+
+
+@onnx_op("MelWeightMatrix", min_opset=17, check=_check_mel)
+def emit_mel_weight_matrix(n: NodeView) -> list:
+    """MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz)
+    -> a constant [dft_length // 2 + 1, num_mel_bins] of type output_datatype, computed at import
+    as onnx's reference does (the triangular filters between mel-spaced bin edges). Every input
+    must be a constant: its values decide the result's shape; graph inputs are specialized on by
+    `OnnxBackend` (ALL_OPERANDS)."""
+    vals = [_const_input(n, i, f"MelWeightMatrix input {i}") for i in range(5)]
+    if any(v is None for v in vals):
+        raise Unsupported("MelWeightMatrix: all five inputs are required")
+    num_mel_bins, dft_length, sample_rate = (int(np.asarray(v).reshape(-1)[0]) for v in vals[:3])
+    lower, upper = (np.asarray(v).reshape(-1)[0] for v in vals[3:])
+    if num_mel_bins <= 0 or dft_length <= 0 or sample_rate <= 0:
+        raise Unsupported("MelWeightMatrix: num_mel_bins, dft_length and sample_rate must be positive")
+    n_spec = dft_length // 2 + 1
+    low_mel = 2595 * np.log1p(lower / 700) / np.log(10)
+    high_mel = 2595 * np.log1p(upper / 700) / np.log(10)
+    bins = np.arange(0, num_mel_bins + 2)
+    mel_step = (high_mel - low_mel) / bins.shape[0]
+    bins = 700 * np.expm1((bins * mel_step + low_mel) / 2595 * np.log(10))
+    bins = (((dft_length + 1) * bins) // sample_rate).astype(int)
+    if bins.min() < 0 or bins.max() >= n_spec:
+        raise Unsupported("MelWeightMatrix: a band edge falls outside the spectrogram bins")
+    out = np.zeros((n_spec, num_mel_bins))
+    for i in range(num_mel_bins):
+        lo, center, hi = bins[i], bins[i + 1], bins[i + 2]
+        if center == lo:
+            out[center, i] = 1
+        else:
+            for j in range(lo, center + 1):
+                out[j, i] = float(j - lo) / float(center - lo)
+        if hi > center:
+            for j in range(center, hi):
+                out[j, i] = float(hi - j) / float(hi - center)
+    dtype = _DTYPES[int(n.attr("output_datatype", TensorProto.FLOAT))][0]
+    return [n.cx.from_const(out.astype(dtype))]

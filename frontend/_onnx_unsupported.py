@@ -17,7 +17,7 @@ CATEGORIES: dict[str, tuple[str, frozenset[str]]] = {
         "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"})),
     "decode": ("decodes encoded bytes (image files)", frozenset({"ImageDecoder"})),
     "signal": ("signal processing with complex values (not implemented yet)", frozenset({
-        "DFT", "STFT", "MelWeightMatrix"})),
+        "DFT", "STFT"})),
     "sampling": ("data-dependent sampling / scattering of image regions (not implemented yet)", frozenset({
         "MaxRoiPool"})),
 }

@@ -46,7 +46,7 @@ from minimlir.frontend.onnx_import import (
     static_input_shapes,
 )
 
-ALL_OPERANDS = {"ConstantOfShape", "Range"}
+ALL_OPERANDS = {"ConstantOfShape", "Range", "MelWeightMatrix"}
 """Ops whose every operand is a shape parameter (others: operand 0 is the data)."""
 
 CONTROL_OPERANDS = {"If": 1, "Loop": 2}

@@ -1,5 +1,5 @@
 """The ai.onnx.ml ops minimlir imports (Binarizer, ArrayFeatureExtractor, TreeEnsemble:
-frontend/_onnx_ops_ml.py), each against onnxruntime and / or the onnx
+frontend/_onnx_ops_ml.py) and MelWeightMatrix, each against onnxruntime and / or the onnx
 reference implementation; the other ai.onnx.ml ops are refused with a per-op reason. Each model is
 compiled once and run at two batch sizes."""
 
@@ -13,7 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from minimlir.frontend import compile as mini_compile
-from minimlir.frontend.onnx_import import check_support
+from minimlir.frontend.onnx_backend import OnnxBackend
+from minimlir.frontend.onnx_import import check_support, import_onnx
 
 F, D, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
 _rng = np.random.default_rng(1405)
@@ -211,6 +212,36 @@ def test_tree_ensemble_post_transform():
     for post, fn in ((1, softmax), (2, logistic)):
         m = _tree_model(attrs, F, 3, post_transform=post)
         _run_all(m, [{"x": _features(np.float32, n, 3)} for n in (3, 7)], ort_check=False, expect=fn)
+
+
+# --------------------------------------------------------------------------------------------
+# MelWeightMatrix
+
+
+def test_mel_weight_matrix():
+    """Constant inputs (initializers) fold at import, against onnxruntime and the reference; as
+    graph inputs (the node test's form) through OnnxBackend, which specializes on their values."""
+    params = [(8, 16, 8192, 0.0, 4096.0, F), (10, 64, 16000, 20.0, 7000.0, D)]
+    for nb, dft, sr, lo, hi, out in params:
+        inits = [numpy_helper.from_array(np.array(v, dtype=t), name) for v, t, name in
+                 zip((nb, dft, sr, lo, hi), (np.int64, np.int64, np.int64, np.float32, np.float32), "abcde")]
+        node = helper.make_node("MelWeightMatrix", list("abcde"), ["y"], output_datatype=out)
+        m = _model([node], [], [_vi("y", out, None)], opset=17, inits=inits)
+        module, _ = import_onnx(m)
+        assert not any(op.name == "graph.call_kernel" for op in module.walk())
+        _run_all(m, [{}])
+    node = helper.make_node("MelWeightMatrix", list("abcde"), ["y"])
+    ins = [_vi(n, t, []) for n, t in zip("abcde", (I64, I64, I64, F, F))]
+    m = _model([node], ins, [_vi("y", F, None)], opset=17)
+    rep = OnnxBackend.prepare(m)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for nb, dft, sr, lo, hi, _ in params:
+        feeds = dict(zip("abcde", (np.array(nb), np.array(dft), np.array(sr), np.float32(lo), np.float32(hi))))
+        feeds = {k: np.asarray(v) for k, v in feeds.items()}
+        got = rep.run(feeds)[0]
+        want = sess.run(None, feeds)[0]
+        assert got.shape == want.shape == (dft // 2 + 1, nb) and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 # --------------------------------------------------------------------------------------------
