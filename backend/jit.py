@@ -199,6 +199,9 @@ class CompiledModule:
         self.llvm_ir = llvm_ir
         self.cache_hit = cache_hit
         self.timings: dict[str, float] = {}  # filled by the runtime's compile path
+        from minimlir.backend import parallel
+
+        parallel.ensure_pinned()  # code that may run parallel loops is loaded (not at compile time)
 
     @property
     def function_names(self) -> list[str]:

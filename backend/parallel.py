@@ -69,7 +69,6 @@ def _libgomp() -> ctypes.CDLL | None:
                 _num_threads.value = max(0, int(env))
             except ValueError:
                 warnings.warn(f"MINIMLIR_NUM_THREADS={env!r} is not an integer; ignored", stacklevel=2)
-        _gomp.pin_workers(lib, _num_threads.value)
         return lib
     warnings.warn(
         "minimlir: libgomp could not be loaded; parallel loops run serially", RuntimeWarning, stacklevel=2
@@ -87,6 +86,18 @@ def _loaded_path(soname: str) -> str | None:
     except OSError:
         pass
     return None
+
+
+def ensure_pinned() -> None:
+    """Pin libgomp's workers for the current thread count (runtime/_gomp.py `pin_workers`: once
+    per larger team). Called where parallel code is about to run (a JIT module's load,
+    set_num_threads), never when libgomp is merely loaded: loading happens at compile time too, in
+    forked compile workers, and libgomp is not fork-safe (a worker forked from a process whose
+    pool had started, the cost model's LightGBM in mini-tune, waited forever in the pinning
+    region's barrier for threads that did not survive the fork)."""
+    lib = _libgomp()
+    if lib is not None:
+        _gomp.pin_workers(lib, _num_threads.value)
 
 
 def available() -> bool:
