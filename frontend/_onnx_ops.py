@@ -965,6 +965,10 @@ def _check_auto_pad(node, opset, max_kernel_rank: int = 2):
     return None
 
 
+def _check_conv(node, opset):
+    return _check_auto_pad(node, opset, max_kernel_rank=3)
+
+
 def _check_pool(node, opset):
     return _check_auto_pad(node, opset, max_kernel_rank=3)
 
@@ -1012,21 +1016,24 @@ def _squeeze_spatial(cx: Importer, y: SSAValue) -> SSAValue:
     return cx.reshape(y, [d[0], d[1], d[3]])
 
 
-def conv_nd(n: NodeView, x, w, bias, who: str = ""):
+def conv_nd(n: NodeView, x, w, bias, who: str = "", w_value: Value | None = None):
     """graph.conv2d of `x` and `w` with the node's conv attributes (strides, pads with auto_pad
-    resolved, dilations, group); a 1-D conv goes through a unit spatial dim. `who` prefixes the
-    refusals (e.g. "ConvInteger: ")."""
+    resolved, dilations, group); a 1-D conv goes through a unit spatial dim, a 3-D one is
+    composed (`conv3d`; `w_value` is the weight's Value: when it is a known constant its layout
+    change is done at import, and `w` may then be None). `who` prefixes the refusals (e.g. "ConvInteger: ")."""
     cx = n.cx
     k = len(_shape(x)) - 2
-    if k not in (1, 2):
-        raise Unsupported(f"{who}{k}-D convolution (only 1-D and 2-D)")
-    kernel = n.attr("kernel_shape") or _shape(w)[2:]
+    if k not in (1, 2, 3):
+        raise Unsupported(f"{who}{k}-D convolution (only 1-D, 2-D and 3-D)")
+    kernel = n.attr("kernel_shape") or (_shape(w) if w is not None else w_value.shape)[2:]
     if DYNAMIC in kernel:
         raise Unsupported(f"{who}kernel with dynamic size")
     strides = list(n.attr("strides", [1] * k))
     dilations = list(n.attr("dilations", [1] * k))
     pads = _spatial_pads(n, _shape(x)[2:], kernel, strides, dilations)
     group = int(n.attr("group", 1))
+    if k == 3:
+        return conv3d(cx, x, w, bias, strides, pads, dilations, group, who, w_value)
     if k == 1:
         x = _unsqueeze_spatial(cx, x)
         wd = cx.dims(w)
@@ -1036,7 +1043,68 @@ def conv_nd(n: NodeView, x, w, bias, who: str = ""):
     return _squeeze_spatial(cx, y) if k == 1 else y
 
 
-@onnx_op("Conv", check=_check_auto_pad)
+CONV3D_MAX_TAPS = 4096  # OD * KD: the depth-unrolled copy of the input is OD*KD/D times its size
+
+
+def conv3d(cx: Importer, x, w, bias, strides, pads, dilations, group: int, who: str = "",
+           w_value: Value | None = None):
+    """A 3-D conv, x (N, C, D, H, W) * w (O, C/g, KD, KH, KW) (pads [front, top, left, back,
+    bottom, right]; `w` None: `w_value` is a constant), as one graph.conv2d whose batch
+    holds the output depth planes and whose channels hold the depth taps:
+
+        xp = graph.pad x on D by (pad_front, pad_back)               (N, C, Dp, H, W)
+        xg = graph.gather xp, [od*sd + kd*dd for od, kd] axis 2       (N, C, OD*KD, H, W)
+        reshape (N, g, C/g, OD, KD, H*W), transpose (N, OD, g, KD, C/g, H*W),
+        reshape (N*OD, g*KD*C/g, H, W)
+        y = graph.conv2d with w as (O, KD*C/g, KH, KW) {H, W strides/pads/dilations, group g}
+        reshape (N, OD, O, OH, OW), transpose -> (N, O, OD, OH, OW)
+
+    Output channel o of group j reads the channels (j, kd, c) = sum over kd of conv2d(plane
+    od*sd + kd*dd - pad_front, w[:, :, kd]); padded planes are zeros. D must be static."""
+    xd = cx.dims(x)
+    wshape = _shape(w) if w is not None else list(w_value.shape)
+    if len(wshape) != 5 or DYNAMIC in wshape:
+        raise Unsupported(f"{who}3-D convolution needs a static rank-5 weight, got {wshape}")
+    cout, cg, kd_, kh, kw = wshape
+    depth = xd[2]
+    if not isinstance(depth, int):
+        raise Unsupported(f"{who}3-D convolution with a dynamic depth (the depth planes are unrolled at import)")
+    sd, dd = strides[0], dilations[0]
+    pf, pb = pads[0], pads[3]
+    od = (depth + pf + pb - dd * (kd_ - 1) - 1) // sd + 1
+    if od <= 0:
+        raise Unsupported(f"{who}3-D convolution with output depth {od}")
+    if od * kd_ > CONV3D_MAX_TAPS:
+        raise Unsupported(f"{who}3-D convolution with {od} output planes x {kd_} depth taps "
+                          f"(above {CONV3D_MAX_TAPS}: the input would be copied {od * kd_} planes deep)")
+    c = xd[1]
+    if not isinstance(c, int) or c % group or c // group != cg:
+        raise Unsupported(f"{who}3-D convolution: {c} input channels, weight {wshape}, group {group}")
+    if pf or pb:
+        x = cx.emit1(graph.PadOp(x, [0, 0, pf, 0, 0] + [0, 0, pb, 0, 0]))
+    taps = np.array([o * sd + t * dd for o in range(od) for t in range(kd_)], dtype=np.int64)
+    x = cx.emit1(graph.GatherOp(x, cx.ssa(cx.from_const(taps)), axis=2))
+    hw = cx.iarith("mul", xd[3], xd[4])
+    x = cx.reshape(x, [xd[0], group, cg, od, kd_, hw])
+    x = cx.emit1(graph.TransposeOp(x, [0, 3, 1, 4, 2, 5]))
+    x = cx.reshape(x, [cx.iarith("mul", xd[0], od), group * kd_ * cg, xd[3], xd[4]])
+
+    def fold(a):  # (O, C/g, KD, KH, KW) -> (O, KD*C/g, KH, KW)
+        return np.transpose(a, (0, 2, 1, 3, 4)).reshape(cout, kd_ * cg, kh, kw)
+
+    if w_value is not None and w_value.const is not None:
+        w = cx.ssa(cx.derived_weight(w_value, "conv3d", fold))
+    else:
+        w = cx.emit1(graph.TransposeOp(w, [0, 2, 1, 3, 4]))
+        w = cx.reshape(w, [cout, kd_ * cg, kh, kw])
+    y = cx.emit1(graph.Conv2dOp(x, w, bias=bias, strides=list(strides[1:]), pads=[pads[1], pads[2], pads[4], pads[5]],
+                                dilations=list(dilations[1:]), group=group))
+    yd = cx.dims(y)
+    y = cx.reshape(y, [xd[0], od, cout, yd[2], yd[3]])
+    return cx.emit1(graph.TransposeOp(y, [0, 2, 1, 3, 4]))
+
+
+@onnx_op("Conv", check=_check_conv)
 def emit_conv(n: NodeView) -> list:
     """Conv(x, w, b) -> graph.conv2d {strides, pads [top, left, bottom, right], dilations, group};
     auto_pad is resolved to explicit pads; 1-D conv: graph.reshape x (N,C,L)->(N,C,1,L) and w
@@ -1044,12 +1112,18 @@ def emit_conv(n: NodeView) -> list:
     cx = n.cx
     folded = _conv_batch_norm(n)
     x = _ssa(n, 0)
-    if folded is not None:
-        w, b = cx.ssa(folded[0]), cx.ssa(folded[1])
+    w_v = folded[0] if folded is not None else n.input(1)
+    if len(_shape(x)) == 5 and w_v is not None and w_v.const is not None:
+        w = None  # conv3d re-lays the constant out at import: the original is never emitted
+    elif folded is not None:
+        w = cx.ssa(folded[0])
     else:
         w = _ssa(n, 1)
+    if folded is not None:
+        b = cx.ssa(folded[1])
+    else:
         b = cx.ssa(n.input(2)) if n.input(2) is not None else None
-    out = conv_nd(n, x, w, b)
+    out = conv_nd(n, x, w, b, w_value=w_v)
     if folded is not None:
         for name in folded[2]:
             cx.aliases[name] = cx.from_ssa(out)
