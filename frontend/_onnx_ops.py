@@ -1093,7 +1093,10 @@ def conv3d(cx: Importer, x, w, bias, strides, pads, dilations, group: int, who: 
         return np.transpose(a, (0, 2, 1, 3, 4)).reshape(cout, kd_ * cg, kh, kw)
 
     if w_value is not None and w_value.const is not None:
-        w = cx.ssa(cx.derived_weight(w_value, "conv3d", fold))
+        if w_value.name:  # once per weight
+            w = cx.ssa(cx.derived_weight(w_value, "conv3d", fold))
+        else:
+            w = cx.ssa(cx.from_const(np.ascontiguousarray(fold(w_value.const))))
     else:
         w = cx.emit1(graph.TransposeOp(w, [0, 2, 1, 3, 4]))
         w = cx.reshape(w, [cout, kd_ * cg, kh, kw])

@@ -18,6 +18,7 @@ from minimlir.frontend._onnx_ops import (
     _is_float,
     _shape,
     _ssa,
+    conv3d,
     emit_reduce,
     onnx_op,
 )
@@ -354,18 +355,22 @@ def emit_conv_transpose(n: NodeView) -> list:
     (N, C, H*sh, W*sw) -> graph.pad by (k-1)*d - head at the start and out + head - in*s at the
     end (negative pads crop) -> graph.conv2d {dilations, group} with the weight (C, M/g, kh, kw)
     regrouped to (M, C/g, kh, kw) and flipped spatially (numpy for a constant weight, else
-    graph.reshape / graph.transpose / graph.slice steps -1). 1-D: through a unit H dim."""
+    graph.reshape / graph.transpose / graph.slice steps -1). 1-D: through a unit H dim; 3-D: the
+    same steps over (D, H, W), then the stride-1 3-D conv `conv3d` (a static depth)."""
     cx = n.cx
     x = _ssa(n, 0)
     w_v = n.input(1)
-    w = _ssa(n, 1)
     rank = len(_shape(x))
     k = rank - 2
-    if k not in (1, 2):
-        raise Unsupported(f"{k}-D kernel (ConvTranspose is imported for 1-D and 2-D)")
+    if k not in (1, 2, 3):
+        raise Unsupported(f"{k}-D kernel (ConvTranspose is imported for 1-D, 2-D and 3-D)")
+    if k == 3 and _shape(x)[2] == DYNAMIC:
+        raise Unsupported("ConvTranspose 3-D with a dynamic depth (the depth planes are unrolled at import)")
     if not _is_float(x):
         raise Unsupported(f"ConvTranspose of {_elem(x)}")
-    wshape = _shape(w)
+    # a constant 3-D weight is re-laid out once at import: the original is never emitted
+    w = None if k == 3 and w_v is not None and w_v.const is not None else _ssa(n, 1)
+    wshape = _shape(w) if w is not None else list(w_v.shape)
     if len(wshape) != rank or DYNAMIC in wshape:
         raise Unsupported(f"ConvTranspose: the weight must be a static rank-{rank} tensor")
     group = int(n.attr("group", 1))
@@ -407,12 +412,20 @@ def emit_conv_transpose(n: NodeView) -> list:
         if any(o <= 0 for o in outs):
             raise Unsupported(f"ConvTranspose: output size {outs} is not positive")
     cout = wshape[1] * group
-    # the weight as a conv2d weight (M, C/g, kh, kw), flipped
+    # the weight as a conv weight (M, C/g, *kernel), flipped
+    wt_v = None
     if w_v.const is not None:
-        wc = np.asarray(w_v.const).reshape([group, wshape[0] // group, wshape[1]] + kernel)
-        wc = np.swapaxes(wc, 1, 2).reshape([cout, wshape[0] // group] + kernel)
-        wc = np.ascontiguousarray(wc[(slice(None), slice(None)) + (slice(None, None, -1),) * k])
-        wt = cx.ssa(cx.from_const(wc, is_weight=w_v.is_weight, name=f"{n.proto.name or 'convtranspose'}.weight"))
+        def flip(a):
+            wc = np.asarray(a).reshape([group, wshape[0] // group, wshape[1]] + kernel)
+            wc = np.swapaxes(wc, 1, 2).reshape([cout, wshape[0] // group] + kernel)
+            return np.ascontiguousarray(wc[(slice(None), slice(None)) + (slice(None, None, -1),) * k])
+
+        if k == 3 and w_v.name:  # conv3d re-lays it out again, once per weight
+            wt_v = cx.derived_weight(w_v, f"flipped.g{group}", flip)
+        else:
+            wt_v = cx.from_const(flip(w_v.const), is_weight=w_v.is_weight,
+                                 name=f"{n.proto.name or 'convtranspose'}.weight")
+        wt = None if k == 3 else cx.ssa(wt_v)
     else:
         wt = cx.reshape(w, [group, wshape[0] // group, wshape[1]] + kernel)
         wt = cx.emit1(graph.TransposeOp(wt, [0, 2, 1] + list(range(3, 3 + k))))
@@ -427,10 +440,10 @@ def emit_conv_transpose(n: NodeView) -> list:
         heads, outs = [0] + heads, [0 if dynamic else 1] + outs
     dims = cx.dims(x)
     if any(s > 1 for s in strides):
-        x = cx.reshape(x, [dims[0], dims[1], dims[2], 1, dims[3], 1])
-        x = cx.emit1(graph.PadOp(x, [0] * 6 + [0, 0, 0, strides[0] - 1, 0, strides[1] - 1]))
-        x = cx.reshape(x, [dims[0], dims[1], cx.iarith("mul", dims[2], strides[0]),
-                           cx.iarith("mul", dims[3], strides[1])])
+        sp = dims[2:]
+        x = cx.reshape(x, dims[:2] + [v for d in sp for v in (d, 1)])
+        x = cx.emit1(graph.PadOp(x, [0] * (2 + 2 * len(sp)) + [0, 0] + [v for s in strides for v in (0, s - 1)]))
+        x = cx.reshape(x, dims[:2] + [cx.iarith("mul", d, s) for d, s in zip(sp, strides)])
     begin = [(kk - 1) * d - h for kk, d, h in zip(kernel, dilations, heads)]
     if dynamic:  # outs holds out - in*stride
         end = [o + h for o, h in zip(outs, heads)]
@@ -439,6 +452,8 @@ def emit_conv_transpose(n: NodeView) -> list:
     if any(begin) or any(end):
         x = cx.emit1(graph.PadOp(x, [0, 0] + begin + [0, 0] + end))
     b = cx.ssa(n.input(2)) if n.input(2) is not None else None
+    if k == 3:
+        return [conv3d(cx, x, wt, b, [1, 1, 1], [0] * 6, dilations, group, "ConvTranspose: ", wt_v)]
     y = cx.emit1(graph.Conv2dOp(x, wt, bias=b, strides=[1, 1], pads=[0, 0, 0, 0], dilations=dilations, group=group))
     if k == 1:
         d = cx.dims(y)

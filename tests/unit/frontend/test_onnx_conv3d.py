@@ -59,6 +59,19 @@ def test_conv3d_weight_input_no_bias():
                       rtol=1e-4, atol=1e-5)
 
 
+def test_conv3d_two_folded_nameless_weights():
+    """Weights folded at import (Neg of a reshaped initializer) have no name: each conv gets its
+    own re-laid-out constant (none is reused for the other)."""
+    wf = helper.make_tensor("wf", F, [54], _f32(54))
+    sh = helper.make_tensor("sh", TensorProto.INT64, [5], [2, 1, 3, 3, 3])
+    m = _model([helper.make_node("Reshape", ["wf", "sh"], ["w"]), helper.make_node("Neg", ["w"], ["wn"]),
+                helper.make_node("Abs", ["w"], ["wa"]),
+                helper.make_node("Conv", ["x", "wn"], ["y1"], group=2),
+                helper.make_node("Conv", ["x", "wa"], ["y2"], group=2, pads=[1, 1, 1, 1, 1, 1])],
+               [_vi("x", F, ["n", 2, 4, 5, 5])], [_vi("y1", F, None), _vi("y2", F, None)], 17, [wf, sh])
+    check_against_ort(m, [{"x": _f32(1, 2, 4, 5, 5)}, {"x": _f32(2, 2, 4, 5, 5)}], rtol=1e-4, atol=1e-5)
+
+
 def test_conv3d_refusals():
     w = helper.make_tensor("w", F, [2, 2, 3, 3, 3], _f32(2, 2, 3, 3, 3).reshape(-1))
     m = _model([helper.make_node("Conv", ["x", "w"], ["y"])],
@@ -84,3 +97,44 @@ def test_conv_1d_2d_import_unchanged():
     ops = _ops(m)
     assert ops.count("graph.conv2d") == 1 and ops.count("graph.reshape") == 3
     assert "graph.gather" not in ops and "graph.transpose" not in ops
+
+
+# --------------------------------------------------------------------------------------------
+# ConvTranspose
+
+
+@pytest.mark.parametrize("attrs,cin,cout,kernel", [
+    ({}, 2, 3, [3, 3, 3]),
+    ({"strides": [2, 2, 2]}, 2, 3, [3, 3, 3]),
+    ({"strides": [2, 1, 2], "output_padding": [1, 0, 1], "pads": [1, 0, 1, 0, 1, 0]}, 2, 2, [3, 2, 3]),
+    ({"strides": [2, 2, 1], "dilations": [2, 1, 1], "group": 2, "pads": [1, 1, 0, 0, 1, 0]}, 4, 6, [2, 3, 2]),
+    ({"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"}, 2, 3, [3, 3, 3]),
+    ({"strides": [3, 2, 2], "output_shape": [11, 9, 10]}, 1, 2, [3, 3, 3]),
+])
+def test_conv_transpose3d_constant_weight_dynamic_batch(attrs, cin, cout, kernel):
+    g = attrs.get("group", 1)
+    w = helper.make_tensor("w", F, [cin, cout // g] + kernel, _f32(cin, cout // g, *kernel).reshape(-1))
+    b = helper.make_tensor("b", F, [cout], _f32(cout))
+    m = _model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+               [_vi("x", F, ["n", cin, 4, 4, 5])], [_vi("y", F, None)], 17, [w, b])
+    check_against_ort(m, [{"x": _f32(1, cin, 4, 4, 5)}, {"x": _f32(2, cin, 4, 4, 5)}],
+                      ["graph.conv2d", "graph.gather"], rtol=1e-4, atol=1e-5)
+    assert _ops(m).count("graph.conv2d") == 1
+
+
+def test_conv_transpose3d_weight_input_dynamic_hw():
+    """A run-time weight (flipped by graph.slice steps -1) and run-time H, W (the depth stays static)."""
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2, 1], output_padding=[1, 0, 0],
+                                 pads=[0, 1, 1, 1, 0, 0])],
+               [_vi("x", F, ["n", 2, 3, "h", "w"]), _vi("w", F, [2, 3, 2, 3, 2])], [_vi("y", F, None)], 22)
+    w = _f32(2, 3, 2, 3, 2)
+    check_against_ort(m, [{"x": _f32(1, 2, 3, 4, 5), "w": w}, {"x": _f32(2, 2, 3, 5, 3), "w": w}],
+                      rtol=1e-4, atol=1e-5)
+
+
+def test_conv_transpose3d_dynamic_depth_is_refused():
+    w = helper.make_tensor("w", F, [1, 1, 2, 2, 2], _f32(1, 1, 2, 2, 2).reshape(-1))
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"])],
+               [_vi("x", F, [1, 1, "d", 3, 3])], [_vi("y", F, None)], 22, [w])
+    with pytest.raises(UnsupportedModelError, match="dynamic depth"):
+        import_onnx(m)

@@ -349,10 +349,10 @@ def test_conv_transpose_illegal_attributes(attrs, match):
     _unsupported(m, match)
 
 
-def test_conv_transpose_3d_is_unsupported():
+def test_conv_transpose_4d_is_unsupported():
     m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"])],
-               [_vi("x", F, [1, 1, 3, 3, 3]), _vi("w", F, [1, 1, 2, 2, 2])], [_vi("y", F, None)], 22)
-    _unsupported(m, "3-D kernel")
+               [_vi("x", F, [1, 1, 3, 3, 3, 3]), _vi("w", F, [1, 1, 2, 2, 2, 2])], [_vi("y", F, None)], 22)
+    _unsupported(m, "4-D kernel")
 
 
 # --------------------------------------------------------------------------------------------
