@@ -512,10 +512,10 @@ def test_training_dropout_with_ratio_draws_a_seeded_mask():
 
 
 def test_check_support_reports_what_the_emitters_reject():
-    """One source of truth: a problem found only while emitting (a 3-D Conv) is a row too, and
+    """One source of truth: a problem found only while emitting (a 4-D Conv) is a row too, and
     an operand that must be constant but is a graph input is not (OnnxBackend specializes)."""
     conv = h.make_node("Conv", ["x", "w"], ["y"])
-    m = model([conv], [vi("x", T.FLOAT, [1, 1, 3, 3, 3]), vi("w", T.FLOAT, [1, 1, 1, 1, 1])],
+    m = model([conv], [vi("x", T.FLOAT, [1, 1, 3, 3, 3, 3]), vi("w", T.FLOAT, [1, 1, 1, 1, 1, 1])],
               [vi("y", T.FLOAT, None)])
     with pytest.raises(UnsupportedModelError) as e:
         import_onnx(m)

@@ -55,6 +55,8 @@ def _freeze(case) -> onnx.ModelProto:
     float_params = {i for node in m.graph.node if node.op_type in ("Resize", "Upsample")
                     for i in node.input[1:] if i in names}
     float_params |= {node.input[1] for node in m.graph.node if node.op_type == "OneHot" and node.input[1] in names}
+    # MelWeightMatrix: every operand is a parameter (OnnxBackend's ALL_OPERANDS), the edges are floats
+    float_params |= {i for node in m.graph.node if node.op_type == "MelWeightMatrix" for i in node.input if i in names}
     # If's condition, Loop's trip count / condition: the graph inputs behind them, as OnnxBackend does
     from minimlir.frontend.onnx_backend import parameter_inputs
     from minimlir.frontend.onnx_import import _node_label
