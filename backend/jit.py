@@ -49,7 +49,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from minimlir.backend import _target, cache as _cache
+from minimlir.backend import _target, cache as _cache, parallel
 from minimlir.compiler.errors import CompileError
 from minimlir.dialects import llvm_ext as _llvm_ext
 from minimlir.passes.to_llvm._common import reconcile_casts
@@ -199,8 +199,6 @@ class CompiledModule:
         self.llvm_ir = llvm_ir
         self.cache_hit = cache_hit
         self.timings: dict[str, float] = {}  # filled by the runtime's compile path
-        from minimlir.backend import parallel
-
         parallel.ensure_pinned()  # code that may run parallel loops is loaded (not at compile time)
 
     @property

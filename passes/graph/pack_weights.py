@@ -133,7 +133,7 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     if group > 1:
         if conv_weight_tile(og, cfg) >= 2 * cfg.width:
             return False
-    elif (cg > cfg.matmul.one_pass_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
+    elif (cg > cfg.matmul.tile_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
           or isinstance(op.input.owner, graph.ConcatOp)):
         # group 1: only where the matmul runs its reduction in one pass (C <= kc), so the
         # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and
@@ -272,9 +272,9 @@ def _fold_reshape_pairs(module: ModuleOp) -> None:
     rewritten as matmuls reads the first one's (N, O, H*W) result through (N, O, H, W) and back."""
     erased: set = set()
     for r in [o for o in module.walk() if isinstance(o, graph.ReshapeOp)]:
-        inner = r.input.owner
         if r in erased:
             continue
+        inner = r.input.owner
         if isinstance(inner, graph.ReshapeOp) and r.result.type == inner.input.type:
             r.result.replace_all_uses_with(inner.input)
             r.detach()

@@ -211,16 +211,21 @@ def _forward_init(kernel: func.FuncOp, init: loop.BlockOp, acc_in: loop.BlockOp)
         vmap[si] = li
     if len(vmap) != len(i_args):
         raise ScheduleError("forward init: init variable not in the stored index", acc_in)
-    ip = InsertPoint.before(ld)
-    for o in init.body.block.ops:
-        if o is st or isinstance(o, loop.YieldOp):
-            continue
-        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
+    clone_block_ops(init, vmap, {st}, InsertPoint.before(ld))
     ld.result.replace_all_uses_with(vmap.get(st.value, st.value))
     ld.detach()
     ld.erase()
     i_own[0].detach()
     i_own[0].erase()
+
+
+def clone_block_ops(src: loop.BlockOp, vmap: dict, skip: set, ip: InsertPoint) -> None:
+    """Clone the body ops of `src` (not its yield, not those in `skip`) at `ip`, mapping values
+    through `vmap` (which the clones extend)."""
+    for o in list(src.body.block.ops):
+        if o in skip or isinstance(o, loop.YieldOp):
+            continue
+        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
 
 
 def _defined_in(v, op: Operation) -> bool:

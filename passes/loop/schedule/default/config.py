@@ -36,8 +36,9 @@ class MatmulKnobs:
     fma: bool = True
     parallel: bool = True
 
-    def one_pass_k(self) -> int:
-        """The largest K whose reduction runs in one pass (the epilogue applied in registers)."""
+    def tile_k(self) -> int:
+        """The reduction tile: kc, else DEFAULT_KC. A K up to it runs in one pass (the matmul's
+        epilogue is applied in registers)."""
         return self.kc or DEFAULT_KC
 
 

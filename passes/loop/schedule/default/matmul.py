@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.passes.loop.schedule.default.knobs import choose, fact
@@ -21,18 +21,21 @@ from minimlir.passes.loop.schedule.default import transaction
 from minimlir.passes.loop.schedule.default._helpers import (
     _cache_accumulator,
     _contract_fma,
+    _defined_in,
     _direct_loops,
     _fuse_consumers,
     _inline_epilogue,
     _vectorize_fused,
     _mark_width,
     clamp_tile_binding,
+    clone_block_ops,
     exact_tile_loops,
     fit_width,
 )
 from minimlir.passes.loop.schedule.affine import affine_of
-from minimlir.passes.loop.schedule.default.config import DEFAULT_KC, ScheduleConfig
+from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
+from minimlir.passes.loop.schedule.default.threshold import trip_count
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 
 # ----------------------------------------------------------------------------------------------
@@ -66,7 +69,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
     # (a wider kc for a K up to 512, one pass so the epilogue runs in registers, measured slower:
     # B's 512 x 32 panel no longer fits L1, BERT's 128x512x2048 matmul 100 -> 60 GFLOP/s)
-    kc = k.kc or DEFAULT_KC
+    kc = k.tile_k()
     small = m_ext is not None and m_ext <= min(mr, k.small_m)
     if small:
         mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
@@ -421,59 +424,32 @@ def _version_rows(kernel: func.FuncOp, bname: str, mr: int) -> None:
             b.block_name = StringAttr(b.block_name.data + "_row")
 
 
-def _blk(kernel: func.FuncOp, name: str) -> loop.BlockOp | None:
-    return next((b for b in loop.blocks_of(kernel) if b.block_name.data == name), None)
-
-
-def _own_top(blk: loop.BlockOp, shared: loop.BlockOp | None = None) -> Operation:
-    """The outermost loop around `blk` that does not also hold `shared` (None: the one whose
-    parent is the kernel body)."""
-    loops = loop.block_loops(blk)
-    if shared is None:
-        return loops[0] if loops else blk
-    for l in loops:
+def _own_top(blk: loop.BlockOp, shared: loop.BlockOp) -> loop.ForOp:
+    """The outermost loop around `blk` that does not also hold `shared`."""
+    for l in loop.block_loops(blk):
         if not l.is_ancestor(shared):
             return l
     raise ScheduleError("epilogue in registers: no loop of its own", blk)
 
 
-def _dominates_from_outside(op: Operation, region_top: Operation, kernel: func.FuncOp) -> bool:
-    """Every operand of `op` is defined inside `region_top` or at the kernel's top level."""
+def _reads_from_outside(blk: loop.BlockOp, kernel: func.FuncOp) -> bool:
+    """Every operand in `blk`'s body is defined in the block or at the kernel's top level (so a
+    clone of the body is valid anywhere in the kernel)."""
     top = kernel.body.block
-    for v in op.operands:
-        owner = v.owner
-        if isinstance(owner, Operation):
-            if region_top.is_ancestor(owner) or owner.parent_block() is top:
-                continue
-            return False
-        if owner is top:
-            continue
-        parent = owner.parent_op()
-        if parent is None or not region_top.is_ancestor(parent):
-            return False
-    return True
-
-
-def _clone_block_body(src: loop.BlockOp, vmap: dict, skip: set, ip: InsertPoint) -> None:
-    for o in list(src.body.block.ops):
-        if o in skip or isinstance(o, loop.YieldOp):
-            continue
-        Rewriter.insert_op(o.clone(value_mapper=vmap), ip)
+    return all(_defined_in(v, blk) or (v.owner if isinstance(v.owner, Block) else v.owner.parent_block()) is top
+               for o in blk.body.walk() for v in o.operands)
 
 
 def _static(v, blk: loop.BlockOp) -> int | None:
-    """The constant `v` is: an index constant, or an iteration variable of `blk` bound to one."""
+    """The constant `v` is: an index constant, or an iteration variable of `blk` bound to one
+    (a constant, or the variable of a loop of one trip: its lower bound)."""
     args = list(blk.body.block.args)
     if v in args:
         v = blk.bindings[args.index(v)]
-    c = const_index(v)
     owner = v.owner
-    if c is None and isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp):
-        l = owner.parent_op()  # a loop of one trip: its lower bound
-        lb, ub, step = const_index(l.lb), const_index(l.ub), const_index(l.step)
-        if lb is not None and ub is not None and step is not None and ub - lb <= step and ub > lb:
-            return lb
-    return c
+    if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp) and trip_count(owner.parent_op()) == 1:
+        return const_index(owner.parent_op().lb)
+    return const_index(v)
 
 
 def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
@@ -492,8 +468,7 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     Returns True when the init was forwarded (the epilogue folded or not)."""
     from minimlir.passes.loop.schedule.affine import reads_writes
 
-    tile, init = _blk(kernel, bname), _blk(kernel, f"{bname}_init")
-    acc_in, acc_out = _blk(kernel, f"{bname}_acc_in"), _blk(kernel, f"{bname}_acc_out")
+    tile, init, acc_in, acc_out = (loop.find_block(kernel, bname + sfx) for sfx in ("", "_init", "_acc_in", "_acc_out"))
     if tile is None or init is None or acc_in is None or acc_out is None:
         raise ScheduleError("epilogue in registers: the tile's blocks are missing", kernel)
     # one pass: no loop the reduction variable is bound through encloses acc_in
@@ -502,9 +477,8 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     if form is None:
         raise ScheduleError("epilogue in registers: non-affine reduction binding", tile)
     for l in loop.block_loops(acc_in):
-        lb, ub, step = const_index(l.lb), const_index(l.ub), const_index(l.step)
-        one_trip = lb is not None and ub is not None and step is not None and ub - lb <= step
-        if l.induction_var in form.atoms and not one_trip:
+        trips = trip_count(l)
+        if l.induction_var in form.atoms and (trips is None or trips > 1):
             raise ScheduleError("epilogue in registers: the reduction runs in several passes", tile)
     (st_out,) = [o for o in acc_out.body.walk() if isinstance(o, mem.StoreOp)] or [None]
     c_buf = st_out.memref if st_out is not None else None
@@ -518,10 +492,10 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     if len(set(st.indices)) != len(i_args) or set(st.indices) != set(i_args):
         raise ScheduleError("epilogue in registers: the init does not store at its own point", init)
     init_top = _own_top(init, tile)
-    if not all(_dominates_from_outside(o, init, kernel) for o in init.body.walk()):
+    if not _reads_from_outside(init, kernel):
         raise ScheduleError("epilogue in registers: the init reads values from its loops", init)
     vmap = dict(zip(st.indices, ld.indices))
-    _clone_block_body(init, vmap, {st}, InsertPoint.before(ld))
+    clone_block_ops(init, vmap, {st}, InsertPoint.before(ld))
     ld.result.replace_all_uses_with(vmap.get(st.value, st.value))
     ld.detach()
     ld.erase()
@@ -563,14 +537,13 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
         r, w = reads_writes(b)
         if y_buf in r or y_buf in w or (w & (e_reads - {c_buf})):
             return True
-    e_top = _own_top(epi)
-    if any(b is not epi for b in loop.blocks_of(e_top)) if isinstance(e_top, loop.ForOp) else False:
-        return True
-    if not all(_dominates_from_outside(o, epi, kernel) for o in epi.body.walk()):
+    e_loops = loop.block_loops(epi)
+    e_top = e_loops[0] if e_loops else epi
+    if loop.blocks_of(e_top) != [epi] or not _reads_from_outside(epi, kernel):
         return True
     for ld in c_loads:
         vmap[ld.result] = st_out.value
-    _clone_block_body(epi, vmap, set(c_loads), InsertPoint.before(st_out))
+    clone_block_ops(epi, vmap, set(c_loads), InsertPoint.before(st_out))
     st_out.detach()
     st_out.erase()
     e_top.detach()
