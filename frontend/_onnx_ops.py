@@ -316,6 +316,8 @@ def emit_clip(n: NodeView) -> list:
         hi = float(hi_v.const) if hi_v is not None and hi_v.const is not None else None
     dynamic = (lo_v is not None and lo_v.const is None) or (hi_v is not None and hi_v.const is None)
     if _is_float(x) and not dynamic:
+        if lo is not None and hi is not None and float(lo) > float(hi):
+            lo = hi  # ONNX: min > max sets every value to max (as numpy.clip; graph.clip wants min <= max)
         return [cx.emit1(graph.ClipOp(x, min=None if lo is None else float(lo), max=None if hi is None else float(hi)))]
     y = x
     for bound_v, bound, cls in ((lo_v, lo, graph.MaxOp), (hi_v, hi, graph.MinOp)):

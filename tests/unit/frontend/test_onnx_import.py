@@ -286,6 +286,26 @@ def test_clip_attributes_and_inputs():
     assert names(import_onnx(mi)[0]) == ["graph.constant", "graph.max", "graph.constant", "graph.min", "func.return"]
 
 
+@pytest.mark.parametrize("opset", [6, 13])
+def test_clip_with_min_above_max_gives_max_as_onnxruntime(opset):
+    """ONNX: min > max sets every value to max. Constant bounds like that failed the import
+    ("internal error: the imported module does not verify: min ... must not be greater than max")."""
+    import onnxruntime as ort
+
+    from minimlir.frontend import compile as compile_model
+
+    if opset == 6:
+        m = model([h.make_node("Clip", ["x"], ["y"], min=0.5, max=-0.25)], [vi("x", T.FLOAT, [6])],
+                  [vi("y", T.FLOAT, None)], opset=6)
+    else:
+        m = model([h.make_node("Clip", ["x", "lo", "hi"], ["y"])], [vi("x", T.FLOAT, [6])], [vi("y", T.FLOAT, None)],
+                  [init("lo", np.array(0.5, np.float32)), init("hi", np.array(-0.25, np.float32))], opset=13)
+    x = np.array([-2, -0.5, 0, 0.3, 1, 4], np.float32)
+    (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(compile_model(m, cache=False)(x)[0], ref)
+    np.testing.assert_array_equal(ref, np.full(6, -0.25, np.float32))
+
+
 @pytest.mark.parametrize("opset", [11, 13, 18])
 def test_split_versions(opset):
     x = [vi("x", T.FLOAT, [2, 6])]

@@ -252,3 +252,56 @@ def test_pointwise_convs_become_matmuls_with_their_epilogue(tmp_path):
     for n in (1, 3):
         x = rand(n, 32, 10, 10)
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("o,expected", [(1000, 1024), (120, 128), (88, 96), (24, 32), (1008, 1024), (40, 48),
+                                        (64, 64), (48, 48), (272, 288), (10, 10), (8, 8), (1030, 1056), (100, 112)])
+def test_padded_channel_counts(o, expected):
+    """The vector width (16) divides the padded count; at most half as much work again, and two
+    vectors' panels where that adds no more than 1/16."""
+    from minimlir.passes.graph.pack_weights import _config_for, padded_channels
+
+    assert padded_channels(o, _config_for(16)) == expected
+
+
+def test_ragged_output_channels_compute_padded_and_slice(tmp_path):
+    """Convs whose output channels the vector width does not divide (SqueezeNet's 1000: one 8-lane
+    vector panel, half the speed) compute zero-padded weights' channels and slice the first O after
+    their ReLU / Clip chain; a residual add stops the chain (the slice comes before it); a conv
+    without bias too. Same result as onnxruntime at two batch sizes from one compile."""
+    rng = np.random.default_rng(11)
+    inits = []
+
+    def w(name, *shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
+        return name
+
+    nodes = [
+        helper.make_node("Conv", ["x", w("w0", 40, 8, 3, 3), w("b0", 40)], ["a"], pads=[1] * 4),
+        helper.make_node("Relu", ["a"], ["ar"]),
+        helper.make_node("Clip", ["ar", "lo", "hi"], ["ac"]),
+        helper.make_node("Conv", ["ac", w("w1", 40, 40, 3, 3)], ["b"], pads=[1] * 4),
+        helper.make_node("Add", ["b", "ac"], ["s"]), helper.make_node("Relu", ["s"], ["sr"]),
+        helper.make_node("Conv", ["sr", w("w2", 120, 40, 1, 1), w("b2", 120)], ["c"], strides=[2, 2]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0.1), ("hi", 1.5))]
+    path = _save(tmp_path / "ragged.onnx", nodes, inits, "x", ["n", 8, 9, 9], "y")
+    from minimlir.frontend.api import load
+
+    module = load(path).module
+    driver.lower(module, "graph-pack-weights{width=16}")
+    main = next(f for f in module.ops if f.sym_name.data == "main")
+    ops = list(main.walk())
+    convs = [o for o in ops if o.name == "graph.conv2d"]
+    assert [o.result.type.get_shape()[1] for o in convs] == [48, 48, 128]
+    assert all(o.tile for o in convs)
+    slices = [o for o in ops if o.name == "graph.slice"]
+    assert [s.result.type.get_shape()[1] for s in slices] == [40, 40, 120]
+    # the first slice reads the Clip (ReLU and Clip on 48 channels), the second the conv itself
+    assert [s.input.owner.name for s in slices] == ["graph.clip", "graph.conv2d", "graph.relu"]
+    m = compile(path, cache=False)
+    sess = ort.InferenceSession(str(path))
+    for n in (1, 3):
+        x = rand(n, 8, 9, 9)
+        np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
