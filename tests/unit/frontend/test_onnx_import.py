@@ -288,7 +288,7 @@ def test_clip_attributes_and_inputs():
 
 @pytest.mark.parametrize("opset", [6, 13])
 def test_clip_with_min_above_max_gives_max_as_onnxruntime(opset):
-    """ONNX: min > max sets every value to max. Constant bounds like that failed the import
+    """ONNX (from opset 11): min > max sets every value to max. Constant bounds like that failed the import
     ("internal error: the imported module does not verify: min ... must not be greater than max")."""
     import onnxruntime as ort
 
@@ -301,9 +301,10 @@ def test_clip_with_min_above_max_gives_max_as_onnxruntime(opset):
         m = model([h.make_node("Clip", ["x", "lo", "hi"], ["y"])], [vi("x", T.FLOAT, [6])], [vi("y", T.FLOAT, None)],
                   [init("lo", np.array(0.5, np.float32)), init("hi", np.array(-0.25, np.float32))], opset=13)
     x = np.array([-2, -0.5, 0, 0.3, 1, 4], np.float32)
-    (ref,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    ref = np.full(6, -0.25, np.float32)
+    if opset >= 11:  # (onnxruntime refuses Clip-6 with min > max: that spec leaves it undefined)
+        np.testing.assert_array_equal(ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0], ref)
     np.testing.assert_array_equal(compile_model(m, cache=False)(x)[0], ref)
-    np.testing.assert_array_equal(ref, np.full(6, -0.25, np.float32))
 
 
 @pytest.mark.parametrize("opset", [11, 13, 18])
