@@ -53,6 +53,7 @@ from minimlir.backend import _target, cache as _cache, parallel
 from minimlir.compiler.errors import CompileError
 from minimlir.dialects import llvm_ext as _llvm_ext
 from minimlir.passes.to_llvm._common import reconcile_casts
+from minimlir.runtime._malloc import keep_pages
 
 _llvm_lock = threading.RLock()
 
@@ -200,6 +201,7 @@ class CompiledModule:
         self.cache_hit = cache_hit
         self.timings: dict[str, float] = {}  # filled by the runtime's compile path
         parallel.ensure_pinned()  # code that may run parallel loops is loaded (not at compile time)
+        keep_pages()  # buffers keep their pages between calls (runtime/_malloc.py)
 
     @property
     def function_names(self) -> list[str]:

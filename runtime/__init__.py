@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minimlir.runtime import _cpu, _elf, _gomp
+from minimlir.runtime import _cpu, _elf, _gomp, _malloc
 from minimlir.runtime.errors import InputError as ArgumentError  # minimlir.runtime._native's name of it
 from minimlir.runtime.errors import MinimlirError, NativeError
 
@@ -166,6 +166,7 @@ class Model:
         from minimlir.runtime._native import NativeFunction
 
         self._fn = NativeFunction(self, self.entry, fn, lib.mml_entry_address())
+        _malloc.keep_pages()  # buffers keep their pages between calls (runtime/_malloc.py)
         self._threads = ctypes.c_int32.in_dll(lib, "minimlir_num_threads")
         if num_threads is not None:
             self.num_threads = num_threads
