@@ -225,6 +225,30 @@ def _sink_reshape(v, chain: list, y, dims):
     return cur3
 
 
+def _subsample_pointwise(op: graph.Conv2dOp) -> graph.Conv2dOp:
+    """A strided 1x1 conv without padding (ResNet's projection shortcuts) -> a strided slice of
+    its input and the stride-1 conv, which `_as_matmul` may then run as a matmul: ResNet-50's
+    256 -> 512 1x1/2 conv at 56x56 took 2.98 ms (69 GFLOP/s), a 28x28 input at stride 1 1.77 ms.
+    Returns the conv that holds the result."""
+    xs = op.input.type.get_shape()  # type: ignore[union-attr]
+    strides = list(op.strides.get_values())
+    if (list(op.weight_shape()[2:]) != [1, 1] or strides == [1, 1] or any(op.pads.get_values()) or op.tile
+            or op.group.value.data != 1 or len(xs) != 4 or min(xs[1:]) < 0):
+        return op
+    big = 2**63 - 1
+    sub = graph.SliceOp(op.input, [0, 0, 0, 0], [xs[0] if xs[0] >= 0 else big, *xs[1:]], [1, 1, *strides])
+    conv = graph.Conv2dOp(sub.result, op.weight, op.bias, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    conv.attributes.update(op.attributes)
+    ip = InsertPoint.before(op)
+    for n in (sub, conv):
+        n.location = op.location
+        Rewriter.insert_op(n, ip)
+    op.result.replace_all_uses_with(conv.result)
+    op.detach()
+    op.erase()
+    return conv
+
+
 def padded_channels(o: int, cfg) -> int:
     """The output-channel count a group-1 conv with `o` channels computes: the next multiple of
     the vector width when that adds at most half, and of the default panel (two vectors) when
@@ -329,6 +353,7 @@ class GraphPackWeightsPass(ModulePass):
                 continue
             if conv.bias is None or weight_only(conv.bias):
                 conv = _fold_scale_shift(conv)  # W*s stays weight-only
+            conv = _subsample_pointwise(conv)
             if _as_matmul(conv, cfg):
                 continue
             o, c, _, _ = conv.weight_shape()

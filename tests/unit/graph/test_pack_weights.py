@@ -296,7 +296,8 @@ def test_ragged_output_channels_compute_padded_and_slice(tmp_path):
     convs = [o for o in ops if o.name == "graph.conv2d"]
     assert [o.result.type.get_shape()[1] for o in convs] == [48, 48, 128]
     assert all(o.tile for o in convs)
-    slices = [o for o in ops if o.name == "graph.slice"]
+    # (the third conv, 1x1 stride 2, reads a subsampled input: the slice of 40 channels)
+    slices = [o for o in ops if o.name == "graph.slice" and set(o.steps.get_values()) == {1}]
     assert [s.result.type.get_shape()[1] for s in slices] == [40, 40, 120]
     # the first slice reads the Clip (ReLU and Clip on 48 channels), the second the conv itself
     assert [s.input.owner.name for s in slices] == ["graph.clip", "graph.conv2d", "graph.relu"]
@@ -304,4 +305,41 @@ def test_ragged_output_channels_compute_padded_and_slice(tmp_path):
     sess = ort.InferenceSession(str(path))
     for n in (1, 3):
         x = rand(n, 8, 9, 9)
+        np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
+def test_strided_pointwise_conv_reads_a_subsampled_input(tmp_path):
+    """ResNet's projection shortcut (1x1, stride 2, no padding) is a strided slice of its input and
+    a stride-1 1x1 conv (then a matmul where that pays): same result as onnxruntime at two batch
+    sizes and an odd input size; a padded strided 1x1 conv and a 3x3 stride-2 one stay as they are."""
+    rng = np.random.default_rng(12)
+    inits = []
+
+    def w(name, *shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
+        return name
+
+    nodes = [
+        helper.make_node("Conv", ["x", w("wa", 32, 16, 1, 1), w("ba", 32)], ["a"], strides=[2, 2]),
+        helper.make_node("Conv", ["x", w("wb", 32, 16, 3, 3), w("bb", 32)], ["b"], strides=[2, 2], pads=[1] * 4),
+        helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("Conv", ["r", w("wc", 16, 32, 1, 1)], ["y"], strides=[2, 2], pads=[1, 1, 1, 1]),
+    ]
+    path = _save(tmp_path / "proj.onnx", nodes, inits, "x", ["n", 16, 19, 19], "y")
+    from minimlir.frontend.api import load
+
+    module = load(path).module
+    driver.lower(module, "graph-pack-weights{width=16}")
+    main = next(f for f in module.ops if f.sym_name.data == "main")
+    ops = list(main.walk())
+    slices = [o for o in ops if o.name == "graph.slice"]
+    assert len(slices) == 1 and list(slices[0].steps.get_values()) == [1, 1, 2, 2]
+    assert list(slices[0].result.type.get_shape())[1:] == [16, 10, 10]
+    # the subsampled conv is a matmul over its 100 pixels now; the other two keep their stride
+    assert [list(o.strides.get_values()) for o in ops if o.name == "graph.conv2d"] == [[2, 2], [2, 2]]
+    assert sum(o.name == "graph.matmul" for o in ops) == 1
+    m = compile(path, cache=False)
+    sess = ort.InferenceSession(str(path))
+    for n in (1, 3):
+        x = rand(n, 16, 19, 19)
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
