@@ -58,7 +58,7 @@ def _flops(op) -> dict[int, int]:
     out = _poly(op.results[0].type)
     if op.name == "graph.matmul":
         shape = op.operands[0].type.get_shape()
-        return _mul(out, max(shape[-1], 1))
+        return _mul(out, 2 * max(shape[-1], 1))  # a multiply and an add per K
     if op.name == "graph.conv2d":
         w = op.weight_shape()
         k = 1

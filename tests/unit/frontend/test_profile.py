@@ -55,6 +55,21 @@ def test_flops_and_bytes_of_a_conv_at_the_call_batch(tmp_path):
     assert row["bytes"] == 4 * (2 * 3 * 16 * 16 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 16 * 16)
 
 
+def test_flops_of_a_matmul_count_multiply_and_add(tmp_path):
+    """2*M*N*K for a matmul, as for a conv (it counted M*N*K: every matmul's GFLOP/s was half)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((24, 40), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 24])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    m = api.compile(model, profile=True, cache=False, num_threads=1)
+    m(np.zeros((8, 24), np.float32))
+    (row,) = m.profile()
+    assert row["flops"] == 2 * 8 * 40 * 24
+
+
 def test_ir_identical_with_profiling_off_and_cache_keys_differ():
     def llvm_ir(pipeline):
         out = {}
