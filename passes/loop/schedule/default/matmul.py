@@ -99,8 +99,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         mc = -(-tiles // chunks) * mr
     # packing B pays off when its panel is reused by many row tiles: a static M of several
     # tiles (a dynamic M may be 1, a decode step, where the copy doubles the traffic on B)
-    pack_default = k.pack_b if k.pack_b is not None else (
-        cfg.vector_registers < 32 and m_ext is not None and m_ext >= 4 * mr)
+    pack_default = k.pack_b if k.pack_b is not None else (m_ext is not None and m_ext >= 4 * mr)
     fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
     mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
                                                                 ("mc", mc), ("kc", kc)))
