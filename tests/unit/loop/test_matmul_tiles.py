@@ -335,3 +335,31 @@ def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
             parallel.set_num_threads(threads)
             np.testing.assert_allclose(prog.main(*ins), np.maximum(ins[0] @ ins[1] + ins[2], 0), rtol=1e-4, atol=1e-4)
         parallel.set_num_threads(0)
+
+
+@pytest.mark.parametrize("m,k,n,whole", [(128, 300, 256, True), (20, 40, 64, True), (300, 16, 64, False),
+                                         (96, 24, 48, False)])
+def test_a_static_m_up_to_256_rows_is_one_row_block(m, k, n, whole):
+    """M <= 256 with the column panels splitting evenly over the cores: one row block of all M rows
+    (B's panels read and packed once, not per 64-row block; a 64-row matmul had nothing for a
+    second thread), the column panels in parallel chunks. 300 rows keep 64-row blocks; 48 columns
+    (3 panels of 16 on width 8) keep them too unless one core compiles. Native results at 1 and 2
+    threads against NumPy, ragged K (two reduction passes) included."""
+    from minimlir.backend import parallel
+    from minimlir.passes.loop.schedule.default import knobs as K
+    from minimlir.passes.loop.schedule.default.matmul import _cores
+
+    mod = H.legalize(many_matmuls([(m, k, n)]))
+    with K.tracing() as traces:
+        D.schedule_module(mod, D.ScheduleConfig(width=8))
+    values = traces[0][1].values
+    expect = whole or (m <= 256 and _cores() == 1)
+    assert values.get("matmul.whole_m", False) is expect
+    assert "matmul.col_chunks" in values if expect and _cores() > 1 else True
+    if native_ok:
+        prog = _compile(many_matmuls([(m, k, n)]))
+        a, b = rand(m, k, seed=1), rand(k, n, seed=2)
+        for threads in (1, 2):
+            parallel.set_num_threads(threads)
+            np.testing.assert_allclose(prog.main(a, b), a @ b, rtol=1e-4, atol=1e-4)
+        parallel.set_num_threads(0)

@@ -104,7 +104,8 @@ def test_illegal_values_are_refused(bad, why):
 
 def test_rule_checks_refuse_unbuildable_tiles():
     _, trace = _schedule(MATMUL)
-    assert "multiple of mr" in K.check_assignment(dict(trace.values, **{"matmul.mr": 6, "matmul.mc": 64}),
+    assert "multiple of mr" in K.check_assignment(dict(trace.values, **{"matmul.mr": 6, "matmul.mc": 64,
+                                                                        "matmul.whole_m": False}),
                                                   trace.facts, trace.values)
     assert "registers" in K.check_assignment(dict(trace.values, **{"matmul.mr": 16, "matmul.nv": 6,
                                                                    "matmul.mc": 64}), trace.facts)

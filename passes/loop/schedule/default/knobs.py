@@ -75,7 +75,9 @@ def _check_matmul(a: Mapping[str, Any], f: Mapping[str, Any]) -> str | None:
         return f"width {w} does not fit the buffers' last dim"
     if mr * nv + nv + 1 > 2 * _regs():
         return f"register tile {mr}x{nv} vectors needs more than twice the {_regs()} registers"
-    if a["matmul.mc"] % mr:
+    # whole_m: mc is all M rows (unknown without the kernel's facts: then taken as applying)
+    whole = bool(a.get("matmul.whole_m")) and bool(f.get("matmul.whole_m_ok", True))
+    if a["matmul.mc"] % mr and not whole:
         return f"mc {a['matmul.mc']} is not a multiple of mr {mr}"
     m, n = f.get("matmul.M"), f.get("matmul.N")
     if m is not None and mr > m:
@@ -83,9 +85,9 @@ def _check_matmul(a: Mapping[str, Any], f: Mapping[str, Any]) -> str | None:
     if n is not None and nv * w > max(n, w):
         return f"nv*width {nv * w} > N {n}"
     chunks = a.get("matmul.col_chunks", 1)
-    if chunks > 1 and not f.get("matmul.one_row_block"):
+    if chunks > 1 and not (f.get("matmul.one_row_block") or whole):
         return f"col_chunks {chunks}: only for one row block and no batch loop"
-    if chunks > 1 and (n is None or n % (nv * w) or (n // (nv * w)) % chunks):
+    if chunks > 1 and n is not None and (n % (nv * w) or (n // (nv * w)) % chunks):
         return f"col_chunks {chunks} does not divide the {n} columns' panels of {nv * w}"
     return None
 
@@ -128,6 +130,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "static N not a multiple of nv*W: exact tiles for the full column panels, a guarded last one"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
+            Knob("matmul.whole_m", (True, False),
+                 "a static M of at most 256 rows as one row block, its column panels in parallel chunks"),
             Knob("matmul.col_chunks", (1, 2, 3, 4, 6, 8),
                  "one row block: split the column panels into this many parallel chunks"),
         ), _check_matmul, ("matmul.mr", "matmul.nv", "matmul.width", "matmul.mc")),

@@ -90,8 +90,21 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         mr = min(range(mr, mr // 2, -1), key=lambda r: ((-(-m_ext // r)) * (r + 1), -(-m_ext // r) * r - m_ext))
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
+    batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
+    # a static M of at most WHOLE_M_ROWS rows and no batch: one row block of all M rows, the
+    # column panels (as many per core) split into chunks for the threads (below), so each kc x nv*W panel of B is
+    # read (and packed) once, not once per row block: BERT's 128x512x2048 + GELU took 3.3 ms in
+    # the model as two row blocks of 64 (B, 4 MB from memory, read twice), and 64-row matmuls
+    # (ResNet's and SqueezeNet's 1x1 convs with 64 or fewer output channels) had one row block
+    # and nothing to share out: the second thread idled
+    # and nothing to share out: the second thread idled. By default only where the panels split
+    # evenly over the cores.
+    whole_ok = not small and m_ext is not None and m_ext <= WHOLE_M_ROWS and all(e == 1 for e in batch_exts)
+    fact("matmul.whole_m_ok", whole_ok)
+    whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
+                                  and (n_ext // (nv * W)) % _cores() == 0)
     mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
-    if not small and m_ext is not None and m_ext > mc:
+    if not whole_m and not small and m_ext is not None and m_ext > mc:
         # the row blocks are the parallel chunks: an even number of about equal ones (M = 128,
         # mr = 6: two of 66 rows, not 60 + 60 + 8, which leaves one of two threads idle a third)
         tiles = -(-m_ext // mr)
@@ -103,6 +116,8 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
     mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
                                                                 ("mc", mc), ("kc", kc)))
+    if whole_m:  # all M rows, in tiles of the (tuned) mr
+        mc = -(-m_ext // mr) * mr
     # an elementwise epilogue (bias, residual, activation) runs per row block, on the mc x N
     # block of C the row block just finished (from L2), inside the same parallel iteration.
     # fuse_at "col_panel" (order ijk only) runs it per mc x nv*W panel right after the panel's
@@ -114,10 +129,10 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # the FC layers ran at 15.7 GB/s on one and on two threads; 28 GB/s on two with two chunks).
     # One chunk per core (at most 8): more, shorter chunks cost a single thread (AlexNet's FC6 at
     # one thread: 15.8 GB/s with one chunk, 14.6 with two, 12.3 with eight)
-    batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
     panels = n_ext // (nv * W) if n_ext is not None and n_ext % (nv * W) == 0 else 0
     one_block = small and all(e == 1 for e in batch_exts)
     fact("matmul.one_row_block", one_block)
+    one_block = one_block or whole_m
     # read only where it applies (the tuner's space holds the knobs a task's default read)
     chunks = choose("matmul.col_chunks", _largest_divisor(panels, _cores())) if one_block and panels else 1
     pack_b = choose("matmul.pack_b", pack_default)
@@ -234,6 +249,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     return True
 
 
+
+
+WHOLE_M_ROWS = 256  # a static M up to this runs as one row block (schedule_matmul: whole_m)
 
 
 def _cores() -> int:
