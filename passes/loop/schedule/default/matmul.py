@@ -173,7 +173,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
             # B's rows are N floats apart: pack the tile the k1 loop streams (kc x nv*W) once
             # per j0 and reuse it for the mc/mr row blocks of i1
             mb = s.get_block(bname)
-            j0 = s.get_loops(mb)[len(mb.bindings) - 1]
+            # (the panel loop j0, or k0 inside it in order ijk; one deeper below the column chunk
+            # loop: at k0, the copy was kc x the chunk's N/chunks columns, rows 1 KB apart)
+            j0 = s.get_loops(mb)[len(mb.bindings) - 1 + (1 if chunks > 1 else 0)]
             copy = s.cache_read(mb, b_buf, j0, f"{bname}_pack_b")
             inner = s.get_loops(copy)[-1]
             s.vectorize(inner)
