@@ -167,13 +167,19 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     out = graph.ReshapeOp(y, op.result.type, dims)  # type: ignore[arg-type]
     out.location = op.location
     Rewriter.insert_op(out, InsertPoint.after(y.owner))
-    end.replace_all_uses_with(out.result)
+    _retire(op, chain, out.result)
+    return True
+
+
+def _retire(op, chain: list, value) -> None:
+    """`value` replaces the end of `op`'s epilogue `chain` (op itself without one); the chain and
+    op are erased."""
+    (chain[-1].results[0] if chain else op.result).replace_all_uses_with(value)
     for o in reversed(chain):
         o.detach()
         o.erase()
     op.detach()
     op.erase()
-    return True
 
 
 def _epilogue_chain(v) -> list:
@@ -197,7 +203,8 @@ def _epilogue_chain(v) -> list:
 
 
 def _sink_reshape(v, chain: list, y, dims):
-    """The conv's result `v` (N, O, H, W) is the matmul's `y` (N, O, H*W) reshaped: apply its
+    """The conv's result `v` (N, O, H, W) is the matmul's `y` (N, O, H*W) reshaped (or `y` is the
+    channel-padded conv's result, `_pad_channels`: a chain without residuals): apply its
     epilogue `chain` to `y` instead, and reshape once at the end, so graph-fuse fuses the chain
     into the matmul as its epilogue (a reshape after a matmul ends its fusion group: the ReLU ran
     as a kernel of its own, a full extra pass). An operand of v's type (a residual) is reshaped
@@ -278,7 +285,6 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
     p = padded_channels(o, cfg)
     if p == o or op.group.value.data != 1 or op.tile or len(xs) != 4:
         return op
-    elt = op.weight.type.get_element_type()  # type: ignore[union-attr]
     ip = InsertPoint.before(op)
     new: list = []
 
@@ -301,14 +307,7 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
             break  # a residual: it would need padding too
         chain.append(user)
         prev = user.results[0]
-    cur, cur_p = op.result, conv.result
-    for user in chain:
-        new_op = type(user).create(operands=[cur_p if u is cur else u for u in user.operands],
-                                   result_types=[conv.result.type], properties=dict(user.properties),
-                                   attributes=dict(user.attributes))
-        new_op.location = user.location
-        Rewriter.insert_op(new_op, InsertPoint.before(user))
-        cur, cur_p = user.results[0], new_op.results[0]
+    cur_p = _sink_reshape(op.result, chain, conv.result, [])  # (no residual in the chain: nothing reshaped)
     big = 2**63 - 1
     starts = [0, 0, 0, 0]
     ends = [d if d >= 0 else big for d in xs[:1]] + [o] + [d if d >= 0 else big
@@ -316,12 +315,7 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
     cut = graph.SliceOp(cur_p, starts, ends)
     cut.location = op.location
     Rewriter.insert_op(cut, InsertPoint.after(cur_p.owner))
-    cur.replace_all_uses_with(cut.result)
-    for user in reversed(chain):
-        user.detach()
-        user.erase()
-    op.detach()
-    op.erase()
+    _retire(op, chain, cut.result)
     return conv
 
 

@@ -254,6 +254,18 @@ def test_pointwise_convs_become_matmuls_with_their_epilogue(tmp_path):
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
+def _initializers(seed):
+    """(w, inits): w(name, *shape) appends a random initializer to inits and returns its name."""
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def w(name, *shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
+        return name
+
+    return w, inits
+
+
 @pytest.mark.parametrize("o,expected", [(1000, 1024), (120, 128), (88, 96), (24, 32), (1008, 1024), (40, 48),
                                         (64, 64), (48, 48), (272, 288), (10, 10), (8, 8), (1030, 1056), (100, 112)])
 def test_padded_channel_counts(o, expected):
@@ -269,13 +281,7 @@ def test_ragged_output_channels_compute_padded_and_slice(tmp_path):
     vector panel, half the speed) compute zero-padded weights' channels and slice the first O after
     their ReLU / Clip chain; a residual add stops the chain (the slice comes before it); a conv
     without bias too. Same result as onnxruntime at two batch sizes from one compile."""
-    rng = np.random.default_rng(11)
-    inits = []
-
-    def w(name, *shape):
-        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
-        return name
-
+    w, inits = _initializers(11)
     nodes = [
         helper.make_node("Conv", ["x", w("w0", 40, 8, 3, 3), w("b0", 40)], ["a"], pads=[1] * 4),
         helper.make_node("Relu", ["a"], ["ar"]),
@@ -312,13 +318,7 @@ def test_strided_pointwise_conv_reads_a_subsampled_input(tmp_path):
     """ResNet's projection shortcut (1x1, stride 2, no padding) is a strided slice of its input and
     a stride-1 1x1 conv (then a matmul where that pays): same result as onnxruntime at two batch
     sizes and an odd input size; a padded strided 1x1 conv and a 3x3 stride-2 one stay as they are."""
-    rng = np.random.default_rng(12)
-    inits = []
-
-    def w(name, *shape):
-        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name))
-        return name
-
+    w, inits = _initializers(12)
     nodes = [
         helper.make_node("Conv", ["x", w("wa", 32, 16, 1, 1), w("ba", 32)], ["a"], strides=[2, 2]),
         helper.make_node("Conv", ["x", w("wb", 32, 16, 3, 3), w("bb", 32)], ["b"], strides=[2, 2], pads=[1] * 4),
