@@ -59,6 +59,10 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 KERNEL_ATTR = "loop.kernel"
+# on a mem.alloca: scratch whose contents never outlive one iteration of the loops around its
+# uses (a schedule's accumulator tile or cache_read copy: written before every read), so
+# loop-outline-parallel gives each thread its own, even when several parallel loops use it
+PRIVATE_ATTR = "loop.private"
 LOOP_KINDS = ("serial", "parallel", "vectorize", "unroll")
 ITER_KINDS = ("spatial", "reduce")
 

@@ -26,7 +26,9 @@ full range: without the llvm-level lowering the program is still correct.
 
 Captured values: everything the body uses that is defined outside it. Constants are cloned
 into the new function; a static `mem.alloca` used only inside the loop (private scratch, e.g.
-a register accumulator) is cloned too, so every thread has its own. Memref arguments are
+a register accumulator) is cloned too, so every thread has its own; so is one marked
+`loop.private` (a schedule's accumulator tile or cache_read copy) that other loops use as well.
+Memref arguments are
 `llvm.noalias` when the loop sits in a kernel (whose buffers never alias) and no two captured
 buffers are views of the same one. Parallel loops nested in the outlined one run serially.
 """
@@ -80,7 +82,7 @@ def _clonable(v: SSAValue, for_op: loop.ForOp) -> bool:
     if isinstance(op, arith.ConstantOp):
         return True
     if isinstance(op, mem.AllocaOp) and not op.operands:
-        return all(for_op.is_ancestor(u.operation) for u in v.uses)
+        return loop.PRIVATE_ATTR in op.attributes or all(for_op.is_ancestor(u.operation) for u in v.uses)
     return False
 
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, VectorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, VectorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -788,6 +788,7 @@ class Schedule:
             sizes.append(max(1, min(ext)))
         elem = buffer.type.element_type  # type: ignore[union-attr]
         alloc = mem.AllocaOp(MemRefType(elem, sizes))
+        alloc.attributes[loop.PRIVATE_ATTR] = UnitAttr()  # refilled before every read: per thread
         Rewriter.insert_op(alloc, InsertPoint.at_start(kernel.body.block))
         local = alloc.results[0]
         local.name_hint = name

@@ -4,7 +4,7 @@
 // packed local buffer at the top of the jo loop; the matmul block reads it at (k, j - jo*8).
 
 // CHECK-LABEL: func.func @mm
-// CHECK-NEXT:    %[[P:.*]] = mem.alloca() : memref<5x8xf32>
+// CHECK-NEXT:    %[[P:.*]] = mem.alloca() {loop.private} : memref<5x8xf32>
 // CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:      loop.for %[[JO:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:        %[[LO:.*]] = arith.muli %[[JO]], %{{.*}} : index

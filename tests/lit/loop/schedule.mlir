@@ -4,7 +4,7 @@
 // matmul: i -> (i0 parallel, i1, i2 = mr), j -> (j0, j1 = nv, j2 = W), k -> (k0, k1 = kc);
 // init hoisted before k0; a mr x (nv*W) accumulator copied in / out around the k1 loop.
 // CHECK-LABEL: func.func private @matmul
-// CHECK:         %[[ACC:.*]] = mem.alloca() : memref<4x16xf32>
+// CHECK:         %[[ACC:.*]] = mem.alloca() {loop.private} : memref<4x16xf32>
 // CHECK:         loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} parallel {
 // CHECK:           loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} vectorize {
 // CHECK:             loop.block "matmul_init"

@@ -377,3 +377,43 @@ def test_packed_b_is_one_panel_under_column_chunks(monkeypatch):
     text = str(mod)
     assert "matmul_pack_b" in text
     assert "memref<256x32xf32>" in text and "memref<256x256xf32>" not in text
+
+
+RAGGED_ONE_BLOCK = [(48, 256, 169), (16, 96, 3025), (32, 128, 729), (40, 300, 200)]
+
+
+@pytest.mark.parametrize("m,k,n", RAGGED_ONE_BLOCK)
+def test_one_row_block_with_ragged_n_runs_its_column_panels_in_parallel(m, k, n):
+    """One row block, no batch, N not a whole number of panels (SqueezeNet's squeeze convs as
+    matmuls): the column panel loop j0 is the parallel one (over the row block the second thread
+    idled), and its accumulator tile and B's copy are per thread (loop.private)."""
+    mod = H.legalize(many_matmuls([(m, k, n)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    from minimlir.dialects import loop
+
+    kernel = next(o for o in mod.walk() if loop.is_kernel(o))
+    par = [f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
+    # the panel loop j0 inside the row block and k0 loops (and the copy running the ragged panel),
+    # not the one-iteration row block loop
+    assert par and all(len(loop.enclosing_loops(f)) == 2 for f in par)
+    allocas = [o for o in kernel.walk() if o.name == "mem.alloca"]
+    assert allocas and all(loop.PRIVATE_ATTR in a.attributes for a in allocas)
+
+
+@needs_native
+def test_parallel_column_panels_are_exact_at_two_threads():
+    """Repeated runs at 2 threads: a scratch buffer shared by the threads would corrupt results."""
+    from minimlir.backend import parallel
+
+    prog = _compile(many_matmuls(RAGGED_ONE_BLOCK))
+    ins = []
+    for i, (m, k, n) in enumerate(RAGGED_ONE_BLOCK):
+        ins += [rand(m, k, seed=i), rand(k, n, seed=i + 50)]
+    parallel.set_num_threads(2)
+    try:
+        for _ in range(20):
+            got = prog.main(*ins)
+            for i in range(len(RAGGED_ONE_BLOCK)):
+                np.testing.assert_allclose(got[i], ins[2 * i] @ ins[2 * i + 1], rtol=1e-4, atol=1e-3)
+    finally:
+        parallel.set_num_threads(0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat
+from xdsl.dialects.builtin import AnyFloat, UnitAttr
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -100,6 +100,7 @@ def _cache_accumulator(kernel: func.FuncOp, blk: loop.BlockOp, tile: list[int], 
     # acc shape: (tile[0], ..., tile[-2] * tile[-1]) with the last two loops merged
     shape = [*tile[:-2], tile[-2] * tile[-1]] if len(tile) >= 2 else list(tile)
     acc_op = mem.AllocaOp(MemRefType(elem, shape))
+    acc_op.attributes[loop.PRIVATE_ATTR] = UnitAttr()  # loaded from the output before every use: per thread
     entry = kernel.body.block
     Rewriter.insert_op(acc_op, InsertPoint.at_start(entry))
     acc = acc_op.results[0]

@@ -130,6 +130,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "static N not a multiple of nv*W: exact tiles for the full column panels, a guarded last one"),
             Knob("matmul.unroll_rows", (True, False), "unroll the register tile's rows"),
             Knob("matmul.parallel", (True, False), "run the row blocks in parallel"),
+            Knob("matmul.parallel_cols", (True, False),
+                 "one row block, no batch, no column chunks: the column panel loop runs in parallel"),
             Knob("matmul.whole_m", (True, False),
                  "a static M of at most 256 rows as one row block, its column panels in parallel chunks"),
             Knob("matmul.col_chunks", (1, 2, 3, 4, 6, 8),

@@ -207,6 +207,12 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
                 # batch loop is where the work splits, else the second thread idles
                 batch = [lp for lp in loops[:nb - 3] if (const_index(lp.ub) or 0) >= 2]
                 target = batch[0] if batch else target
+                if not batch and chunks == 1 and order == "ikj" and choose("matmul.parallel_cols", True):
+                    # nor a batch (SqueezeNet's 1x1 squeeze convs as matmuls: 16 x 3025, N ragged,
+                    # so no column chunks): the column panel loop j0, inside k0; its ragged last
+                    # panel's copy (_split_ragged_cols) runs after it, and the accumulator and
+                    # B's copy are per thread (loop.private)
+                    target = loops[nb - 1]
             s.parallel(target)
 
         transaction.attempt(kernel, par)
