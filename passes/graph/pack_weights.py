@@ -232,6 +232,11 @@ def _sink_reshape(v, chain: list, y, dims):
     return cur3
 
 
+def _whole(shape) -> list[int]:
+    """graph.slice ends taking every index of `shape`: a dynamic dim's end is "to the end" (INT64_MAX)."""
+    return [d if d >= 0 else 2**63 - 1 for d in shape]
+
+
 def _subsample_pointwise(op: graph.Conv2dOp) -> graph.Conv2dOp:
     """A strided 1x1 conv without padding (ResNet's projection shortcuts) -> a strided slice of
     its input and the stride-1 conv, which `_as_matmul` may then run as a matmul: ResNet-50's
@@ -242,8 +247,7 @@ def _subsample_pointwise(op: graph.Conv2dOp) -> graph.Conv2dOp:
     if (list(op.weight_shape()[2:]) != [1, 1] or strides == [1, 1] or any(op.pads.get_values()) or op.tile
             or op.group.value.data != 1 or len(xs) != 4 or min(xs[1:]) < 0):
         return op
-    big = 2**63 - 1
-    sub = graph.SliceOp(op.input, [0, 0, 0, 0], [xs[0] if xs[0] >= 0 else big, *xs[1:]], [1, 1, *strides])
+    sub = graph.SliceOp(op.input, [0, 0, 0, 0], _whole(xs), [1, 1, *strides])
     conv = graph.Conv2dOp(sub.result, op.weight, op.bias, [1, 1], [0, 0, 0, 0], [1, 1], 1)
     conv.attributes.update(op.attributes)
     ip = InsertPoint.before(op)
@@ -280,7 +284,7 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
     once) followed by a slice of the first O channels, moved after the conv's chain of unary
     elementwise consumers (ReLU, Clip, …: scalars besides) so graph-fuse still fuses that chain
     into the conv; the slice fuses into the next consumer. Returns the conv to pack."""
-    o, c, kh, kw = op.weight_shape()
+    o = op.weight_shape()[0]
     xs = op.input.type.get_shape()  # type: ignore[union-attr]
     p = padded_channels(o, cfg)
     if p == o or op.group.value.data != 1 or op.tile or len(xs) != 4:
@@ -308,11 +312,9 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
         chain.append(user)
         prev = user.results[0]
     cur_p = _sink_reshape(op.result, chain, conv.result, [])  # (no residual in the chain: nothing reshaped)
-    big = 2**63 - 1
-    starts = [0, 0, 0, 0]
-    ends = [d if d >= 0 else big for d in xs[:1]] + [o] + [d if d >= 0 else big
-                                                           for d in conv.result.type.get_shape()[2:]]
-    cut = graph.SliceOp(cur_p, starts, ends)
+    ends = _whole(conv.result.type.get_shape())
+    ends[1] = o
+    cut = graph.SliceOp(cur_p, [0, 0, 0, 0], ends)
     cut.location = op.location
     Rewriter.insert_op(cut, InsertPoint.after(cur_p.owner))
     _retire(op, chain, cut.result)

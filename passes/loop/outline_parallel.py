@@ -175,7 +175,8 @@ def outline_module(module: ModuleOp) -> list[func.FuncOp]:
                 continue
             if any(l.kind.data == "parallel" for l in loop.enclosing_loops(for_op)):
                 continue
-            if _static_trips(for_op) is not None and _static_trips(for_op) < 2:
+            trips = _static_trips(for_op)
+            if trips is not None and trips < 2:
                 # one iteration (a matmul's single row block): no fork-join, the calling thread
                 # runs it (a 48x256x169 matmul: 0.072 ms through the pool at 2 threads, 0.053 ms
                 # without); a parallel loop nested in it is outlined instead

@@ -92,13 +92,12 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         nv = _largest_divisor(n_ext // W, nv)
     batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
     # a static M of at most WHOLE_M_ROWS rows and no batch: one row block of all M rows, the
-    # column panels (as many per core) split into chunks for the threads (below), so each kc x nv*W panel of B is
-    # read (and packed) once, not once per row block: BERT's 128x512x2048 + GELU took 3.3 ms in
-    # the model as two row blocks of 64 (B, 4 MB from memory, read twice), and 64-row matmuls
-    # (ResNet's and SqueezeNet's 1x1 convs with 64 or fewer output channels) had one row block
-    # and nothing to share out: the second thread idled
-    # and nothing to share out: the second thread idled. By default only where the panels split
-    # evenly over the cores.
+    # column panels (as many per core) split into chunks for the threads (below), so each
+    # kc x nv*W panel of B is read (and packed) once, not once per row block: BERT's
+    # 128x512x2048 + GELU took 3.3 ms in the model as two row blocks of 64 (B, 4 MB from memory,
+    # read twice), and 64-row matmuls (ResNet's and SqueezeNet's 1x1 convs with 64 or fewer
+    # output channels) had one row block and nothing to share out: the second thread idled. By
+    # default only where the panels split evenly over the cores.
     whole_ok = not small and m_ext is not None and m_ext <= WHOLE_M_ROWS and all(e == 1 for e in batch_exts)
     fact("matmul.whole_m_ok", whole_ok)
     whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
@@ -132,9 +131,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     panels = n_ext // (nv * W) if n_ext is not None and n_ext % (nv * W) == 0 else 0
     one_block = small and all(e == 1 for e in batch_exts)
     fact("matmul.one_row_block", one_block)
-    one_block = one_block or whole_m
     # read only where it applies (the tuner's space holds the knobs a task's default read)
-    chunks = choose("matmul.col_chunks", _largest_divisor(panels, _cores())) if one_block and panels else 1
+    chunks = (choose("matmul.col_chunks", _largest_divisor(panels, _cores()))
+              if (one_block or whole_m) and panels else 1)
     pack_b = choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
     row_version = choose("matmul.row_version", k.row_version)  # used for a dynamic M only
