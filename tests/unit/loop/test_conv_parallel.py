@@ -1,5 +1,6 @@
 """The conv2d rule's parallel loop: the output-channel panels, or the output rows when there is one
-panel (DenseNet's 32-channel 3x3 convs: over the panel loop the second thread idled)."""
+panel (DenseNet's 32-channel 3x3 convs: over the panel loop the second thread idled) or when the
+input is larger than the weights (each thread then reads its rows of the input, not all of it)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,25 @@ from minimlir.dialects import loop
 from minimlir.passes.loop.schedule import default as D
 
 
-def _conv(o: int) -> str:
-    return (f"func.func @main(%x: tensor<1x16x12x12xf32>, %w: tensor<{o}x16x3x3xf32>) -> tensor<1x{o}x12x12xf32> {{\n"
-            f"  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<1x16x12x12xf32>, tensor<{o}x16x3x3xf32>)"
-            f" -> tensor<1x{o}x12x12xf32>\n  func.return %y : tensor<1x{o}x12x12xf32>\n}}")
+def _conv(o: int, hw: int = 12, ci: int = 16) -> str:
+    x, w, y = f"tensor<1x{ci}x{hw}x{hw}xf32>", f"tensor<{o}x{ci}x3x3xf32>", f"tensor<1x{o}x{hw}x{hw}xf32>"
+    return (f"func.func @main(%x: {x}, %w: {w}) -> {y} {{\n"
+            f"  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] : ({x}, {w}) -> {y}\n"
+            f"  %r = graph.relu %y : {y}\n  func.return %r : {y}\n}}")
 
 
-def _parallel_extent(text: str) -> int:
+def _parallel_loop(text: str) -> loop.ForOp:
     m = H.legalize(text)
     D.schedule_module(m, D.ScheduleConfig(width=16))
-    (k,) = [k for k in m.ops if "loop.kernel" in k.attributes]
+    (k,) = [k for k in m.ops if "loop.kernel" in k.attributes and loop.blocks_of_kind(k, "conv2d")]
     par = [f for f in k.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"
            and any(b.block_name.data == "conv2d" for b in f.walk() if isinstance(b, loop.BlockOp))]
     assert len(par) == 1
-    return par[0].ub.owner.value.value.data
+    return par[0]
+
+
+def _parallel_extent(text: str) -> int:
+    return _parallel_loop(text).ub.owner.value.value.data
 
 
 def test_one_channel_panel_runs_the_rows_in_parallel():
@@ -36,5 +42,34 @@ def test_one_channel_panel_runs_the_rows_in_parallel():
         rng = np.random.default_rng(0)
         x, w = rng.standard_normal((1, 16, 12, 12)).astype(np.float32), rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
         prog = compile_mlir_text(_conv(32), pipeline="compile", cache=False)
-        np.testing.assert_allclose(prog.main(x, w), conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1),
-                                   rtol=1e-4, atol=1e-4)
+        ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
+        np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_rows_run_in_parallel_when_the_input_outweighs_the_weights(monkeypatch):
+    from minimlir.passes.loop.schedule.default import conv2d as C
+
+    monkeypatch.setattr(C, "cores", lambda: 2)
+    # 16 x 30 x 30 input (57 KB) against 64 x 16 x 3 x 3 weights (37 KB): the 30 rows, each
+    # thread running both 32-channel panels of its rows (the panel loop inside the parallel one)
+    par = _parallel_loop(_conv(64, hw=30))
+    assert par.ub.owner.value.value.data == 30
+    inner = [f for f in par.body.block.ops if isinstance(f, loop.ForOp)]
+    assert [f.ub.owner.value.value.data for f in inner[:1]] == [2]
+    assert _parallel_extent(_conv(128, hw=30)) == 4  # weights the larger (74 KB): the 4 panels
+    assert _parallel_extent(_conv(64, hw=6)) == 2  # 6 rows: too few for 2 cores x 4
+    if H.native_status()[0]:
+        from minimlir.backend import parallel
+        from minimlir.backend.runtime import compile_mlir_text
+
+        rng = np.random.default_rng(1)
+        x, w = rng.standard_normal((1, 16, 30, 30)).astype(np.float32), rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
+        ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
+        prog = compile_mlir_text(_conv(64, hw=30), pipeline="compile", cache=False)
+        old = parallel.get_num_threads()
+        parallel.set_num_threads(2)
+        try:
+            for _ in range(5):
+                np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
+        finally:
+            parallel.set_num_threads(old)

@@ -313,7 +313,7 @@ def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
     and on two threads). The bias + ReLU epilogue runs per chunk. Same result as NumPy."""
     from minimlir.passes.loop.schedule.default import matmul as MM
 
-    monkeypatch.setattr(MM, "_cores", lambda: 4)
+    monkeypatch.setattr(MM, "cores", lambda: 4)
     text = ("func.func @main(%a: tensor<1x256xf32>, %b: tensor<256x1024xf32>, %c: tensor<1024xf32>)"
             " -> tensor<1x1024xf32> {\n"
             "  %y = graph.matmul %a, %b : (tensor<1x256xf32>, tensor<256x1024xf32>) -> tensor<1x1024xf32>\n"
@@ -347,7 +347,7 @@ def test_a_static_m_up_to_256_rows_is_one_row_block(m, k, n, whole):
     threads against NumPy, ragged K (two reduction passes) included."""
     from minimlir.backend import parallel
     from minimlir.passes.loop.schedule.default import knobs as K
-    from minimlir.passes.loop.schedule.default.matmul import _cores
+    from minimlir.passes.loop.schedule.default._helpers import cores as _cores
 
     mod = H.legalize(many_matmuls([(m, k, n)]))
     with K.tracing() as traces:
@@ -371,7 +371,7 @@ def test_packed_b_is_one_panel_under_column_chunks(monkeypatch):
     block whose rows lay 1 KB apart, which thrashed L1 (BERT 35.2 -> 31.6 ms with the fix)."""
     from minimlir.passes.loop.schedule.default import matmul as MM
 
-    monkeypatch.setattr(MM, "_cores", lambda: 2)
+    monkeypatch.setattr(MM, "cores", lambda: 2)
     mod = H.legalize(many_matmuls([(128, 300, 512)]))
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     text = str(mod)

@@ -433,3 +433,9 @@ def _unique_names(kernel: func.FuncOp) -> bool:
     return len(names) == len(set(names))
 
 
+def cores() -> int:
+    """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks.
+    (Not backend.parallel.cpu_count: passes do not import the backend, tests/unit/test_layering.py.)"""
+    import os
+
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))

@@ -29,6 +29,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _mark_width,
     clamp_tile_binding,
     clone_block_ops,
+    cores,
     exact_tile_loops,
     fit_width,
 )
@@ -101,7 +102,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     whole_ok = not small and m_ext is not None and m_ext <= WHOLE_M_ROWS and all(e == 1 for e in batch_exts)
     fact("matmul.whole_m_ok", whole_ok)
     whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
-                                  and (n_ext // (nv * W)) % _cores() == 0)
+                                  and (n_ext // (nv * W)) % cores() == 0)
     mc = mr if small else max(mr, (k.mc // mr) * mr)  # small M: one row block
     if not whole_m and not small and m_ext is not None and m_ext > mc:
         # the row blocks are the parallel chunks: an even number of about equal ones (M = 128,
@@ -132,7 +133,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     one_block = small and all(e == 1 for e in batch_exts)
     fact("matmul.one_row_block", one_block)
     # read only where it applies (the tuner's space holds the knobs a task's default read)
-    chunks = (choose("matmul.col_chunks", _largest_divisor(panels, _cores()))
+    chunks = (choose("matmul.col_chunks", _largest_divisor(panels, cores()))
               if (one_block or whole_m) and panels else 1)
     pack_b = choose("matmul.pack_b", pack_default)
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
@@ -259,14 +260,6 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
 
 WHOLE_M_ROWS = 256  # a static M up to this runs as one row block (schedule_matmul: whole_m)
-
-
-def _cores() -> int:
-    """Cores of the compiling host, at most 8: the default count of a small-M matmul's column chunks.
-    (Not backend.parallel.cpu_count: passes do not import the backend, tests/unit/test_layering.py.)"""
-    import os
-
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def register_tile(k, registers: int) -> tuple[int, int]:
