@@ -547,8 +547,10 @@ def test_grouped_conv_dynamic_native():
 
 def test_conv_vector_prime_width_uses_larger_divisor():
     """OW = 13: no divisor in 2..8, so the tile is 13 columns when 13*nv accumulators, nv weight
-    vectors and a broadcast fit the registers: 13 x 2 vectors with 32 registers (SqueezeNet's
-    13x13 convs; it was 1 x 2, a load per FMA), 13 x 1 with 16."""
+    vectors and a broadcast leave LLVM room in the registers (23 of 32): 13 x 1 vector with 32
+    registers (it was 1 x 1, a load per FMA). 13 x 2 (29 registers) spilled inside the reduction
+    (SqueezeNet's 13x13 3x3 convs, 90 GFLOP/s): two clamped tiles of 7 x 2 instead (134). A 1x1
+    conv (one tap in the reduction body) keeps 13 x 2."""
     xs, ws = (1, 4, 13, 13), (16, 4, 1, 1)
     text = conv_general_text(xs, ws, (1, 1), (0, 0, 0, 0), (1, 1))
     m = H.legalize(text)
@@ -556,8 +558,14 @@ def test_conv_vector_prime_width_uses_larger_divisor():
     assert "memref<13x16xf32>" in str(m)  # rw = 13 x nv * W = 16
     m = H.legalize(conv_general_text((1, 4, 13, 13), (64, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)))
     D.schedule_module(m, D.ScheduleConfig(width=16))
-    assert "memref<13x32xf32>" in str(m)  # 26 + 2 + 1 of 32 registers
-    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=4, nv=1))  # 13 + 1 + 1 of 16 registers
+    assert "memref<7x32xf32>" in str(m) and "memref<13x32xf32>" not in str(m)  # 7 + 7 (clamped) columns
+    m = H.legalize(conv_general_text((1, 4, 13, 13), (64, 4, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)))
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    assert "memref<13x32xf32>" in str(m)  # a 1x1 conv: one tap in the body, 13 x 2 does not spill
+    m = H.legalize(conv_general_text((1, 4, 17, 17), (64, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)))
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    assert "memref<6x32xf32>" in str(m)  # OW = 17: 3 tiles of 6 (18 columns), not of 8 (24)
+    cfg = D.ScheduleConfig(width=4, conv2d=D.ConvKnobs(rw=4, nv=1))  # 16 registers: 3 + 3 + 3 + 3 (clamped) + 1
     want, got, _ = schedule_and_interpret(text, [rand(*xs), rand(*ws, seed=1)], cfg=cfg)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
 
@@ -799,23 +807,24 @@ def test_short_rows_pick_the_width_with_the_least_remainder():
 
 
 RAGGED_CONV_CASES = [  # OW with no divisor near rw = 8 that fits the registers (SqueezeNet's conv1: 111)
-    ((1, 3, 5, 47), (32, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1)),    # OW = 23, stride 2
-    ((1, 5, 3, 19), (32, 5, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),    # OW = 19, padded
-    ((1, 4, 3, 85), (32, 4, 1, 3), (1, 3), (0, 1, 0, 1), (1, 1)),    # OW = 29, stride 3
+    ((1, 3, 5, 47), (32, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 8),    # OW = 23, stride 2: 3 x 8 (24)
+    ((1, 5, 3, 19), (32, 5, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),    # OW = 19, padded: 4 x 5 (20)
+    ((1, 4, 3, 85), (32, 4, 1, 3), (1, 3), (0, 1, 0, 1), (1, 1), 6),    # OW = 29, stride 3: 5 x 6 (30)
 ]
 
 
 @pytest.mark.parametrize("case", RAGGED_CONV_CASES)
 def test_conv_ragged_columns_clamped_full_tiles(case):
-    """A thin column tile (OW = 23: rw 1) becomes full rw-column tiles whose last one recomputes
-    column OW-1 (clamped), so the tile unrolls and stays in registers."""
-    xs, ws, strides, pads, dil = case
+    """A thin column tile (OW = 23: rw 1) becomes full tiles of the width in (4, 8] that computes
+    the fewest columns, the last one recomputing column OW-1 (clamped), so the tile unrolls and
+    stays in registers."""
+    xs, ws, strides, pads, dil, rw = case
     text = conv_general_text(xs, ws, strides, pads, dil)
     m = H.legalize(text)
     assert D.schedule_module(m, D.ScheduleConfig(width=16)) == {"conv2d_0": "conv2d"}
     blk = next(b for b in D.loop.blocks_of(m) if b.block_name.data == "conv2d")
     loops = D.loop.block_loops(blk)
-    assert const_index(loops[-3].ub) == 8 and loops[-3].kind.data == "unroll"
+    assert const_index(loops[-3].ub) == rw and loops[-3].kind.data == "unroll"
     assert any(op.name == "arith.minsi" for op in loops[-3].body.block.ops)
     # the output-channel panels still run in parallel (a regression: with the clamp applied
     # before the parallel marking, its disjointness check refused every loop)

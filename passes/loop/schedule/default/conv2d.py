@@ -309,6 +309,17 @@ def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> S
     return op.results[0]
 
 
+def _tile_registers(cfg: ScheduleConfig, taps: int | None) -> int:
+    """The vector registers an unrolled conv tile may take. With several taps (kh x kw unrolled
+    in the reduction body) LLVM needs a few beyond the tile's accumulators, weights and broadcast,
+    and spills inside the reduction when they are missing (3x3, 32 registers: 10 x 2 vectors, 23
+    registers, 153 GFLOP/s; 11 x 2, 25, 102; 12 x 2, 27, 94; SqueezeNet's 13 x 2 at OW = 13, 29, 90
+    against 134 for two clamped tiles of 7 x 2). A 1x1 conv's body is one tap: 13 x 2 runs at 120
+    GFLOP/s there (its conv10, 512 -> 1024 channels), 7 x 2 clamped at 103."""
+    regs = cfg.vector_registers
+    return regs - 2 if taps == 1 else regs * 23 // 32
+
+
 def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
 
@@ -344,16 +355,18 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     nv = tile // w
     rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
     if ow_ext is not None and 2 * rw < c.rw:
-        # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor still fits
-        # the registers: d*nv accumulators + nv weight vectors + 1 broadcast (SqueezeNet's
-        # 13x13 3x3 convs: 13 x 2 vectors, 29 of 32 registers; the tile was 1 x 2, 55 GFLOP/s)
-        regs = cfg.vector_registers
-        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= regs), rw)
+        # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor may still fit
+        # the registers: d*nv accumulators + nv weight vectors + 1 broadcast, with room left for
+        # LLVM's temporaries (SqueezeNet's 27x27 3x3 convs: 9 x 2 vectors, 21 registers)
+        taps = (const_index(loops[-2].ub) or 0) * (const_index(loops[-1].ub) or 0) or None
+        limit = _tile_registers(cfg, taps)
+        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), rw)
     clamp = choose("conv2d.clamp_ow", True)
     if ow_ext is not None and 2 * rw < c.rw and ow_ext > c.rw and clamp:
-        # still thin (OW = 111: 3 x nv vectors, no larger divisor fits): full c.rw-column tiles,
-        # the last one clamped (clamp_tile_binding: it recomputes column OW-1)
-        rw = c.rw
+        # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
+        # (c.rw/2, c.rw] that computes the fewest columns, the last one clamped
+        # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
+        rw = min(range(c.rw, c.rw // 2, -1), key=lambda r: -(-ow_ext // r) * r)
     fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
     rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
     ragged: list[str] = []  # blocks whose column tile loop got the constant trip count rw
