@@ -97,6 +97,17 @@ def _dynamic_positions(types: Sequence[Attribute]) -> list[tuple[int, int]]:
     ]
 
 
+def _reshaped_call(v: SSAValue) -> SSAValue | None:
+    """The call result `v` is a chain of static-shaped graph.reshape of, else None."""
+    if not isinstance(v.owner, graph.ReshapeOp):
+        return None
+    while isinstance(v.owner, graph.ReshapeOp):
+        if not v.type.has_static_shape():  # type: ignore[attr-defined]
+            return None
+        v = v.owner.input
+    return v if isinstance(v.owner, graph.CallKernelOp) and v.type.has_static_shape() else None  # type: ignore[attr-defined]
+
+
 class _Fuser:
     """Builds the fused kernel of one primitive function."""
 
@@ -126,11 +137,21 @@ class _Fuser:
         self.fd = FunctionDims(prim)
         self.value_of: dict[SSAValue, SSAValue] = dict(zip(self.kb.inputs, block.args))
         self.by_expr: dict[S.Expr, Index] = {}
-        # A call result that is returned (once) is written straight into the output buffer.
+        # A call result that is returned (once) is written straight into the output buffer, and
+        # so is one returned through reshapes (static shapes): the call writes a view of the output
+        # (a kernel ending in a reshape, such as a strided slice feeding a 1x1 conv as a matmul,
+        # copied its whole result after computing it: ResNet-50's, serially, 0.16 -> 0.51 ms at 2
+        # threads)
         for k, v in enumerate(ret.arguments):
             self.value_of.setdefault(self.kb.outputs[k], v)
+            src = _reshaped_call(v)
             if isinstance(v.owner, graph.CallKernelOp) and v not in self.buf:
                 self.buf[v] = self.kb.outputs[k]
+            elif src is not None and src not in self.buf and v not in ret.arguments[:k]:
+                t = as_memref(src.type)
+                view = self.kb.entry.emit(mem.ViewOp(self.kb.outputs[k], t, []))
+                self.local_dims[view] = self._shape_of(t, [], [src.type], 0)
+                self.buf[src] = view
             else:
                 self.copies.append((v, self.kb.outputs[k]))
 

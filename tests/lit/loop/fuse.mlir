@@ -100,6 +100,17 @@
 // CHECK-LABEL: func.func @multi
 // CHECK-NEXT:    graph.call_kernel @two_results(%{{.*}}) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT:    graph.call_kernel @neg_k(
+// A result returned through a reshape of a call result: the call writes a view of the output
+// buffer (no local buffer, no copy of the whole result at the end); a reshape returned twice is
+// copied into its second output.
+// CHECK-LABEL: func.func private @neg_reshaped
+// CHECK-SAME:    (%[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<2x2xf32>, %[[OUT2:.*]]: memref<2x2xf32>)
+// CHECK-NOT:     mem.alloc
+// CHECK:         %[[V:.*]] = mem.view %[[OUT]] : memref<2x2xf32> -> memref<4xf32>
+// CHECK:         loop.block "neg"
+// CHECK:           mem.store %{{.*}}, %[[V]]
+// CHECK:         mem.copy %{{.*}}, %[[OUT2]]
+// CHECK-NEXT:    func.return
 // CHECK-LABEL: func.func private @neg_k
 
 func.func private @fused_conv2d_add_relu(%0: tensor<1x2x4x4xf32>, %1: tensor<2x2x3x3xf32>, %2: tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32> attributes {graph.primitive} {
@@ -330,6 +341,15 @@ func.func @multi(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf
   %r:3 = func.call @two_results(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   %n = graph.call_kernel @neg_k(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %r#0, %r#1, %r#2, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+func.func private @neg_reshaped(%0: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) attributes {graph.primitive} {
+  %a = graph.call_kernel @neg_k(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %r = graph.reshape %a : tensor<4xf32> -> tensor<2x2xf32>
+  func.return %r, %r : tensor<2x2xf32>, tensor<2x2xf32>
+}
+func.func @reshaped(%x: tensor<4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %r:2 = func.call @neg_reshaped(%x) : (tensor<4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>)
+  func.return %r#0, %r#1 : tensor<2x2xf32>, tensor<2x2xf32>
 }
 func.func private @neg_k(%0: memref<4xf32>, %1: memref<4xf32>) attributes {loop.kernel} {
   %c0 = arith.constant 0 : index
