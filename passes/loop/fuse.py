@@ -98,7 +98,7 @@ def _dynamic_positions(types: Sequence[Attribute]) -> list[tuple[int, int]]:
 
 
 def _reshaped_call(v: SSAValue) -> SSAValue | None:
-    """The call result `v` is a chain of static-shaped graph.reshape of, else None."""
+    """The call result that `v` reshapes, through static-shaped graph.reshape ops only; else None."""
     if not isinstance(v.owner, graph.ReshapeOp):
         return None
     while isinstance(v.owner, graph.ReshapeOp):
@@ -144,10 +144,9 @@ class _Fuser:
         # threads)
         for k, v in enumerate(ret.arguments):
             self.value_of.setdefault(self.kb.outputs[k], v)
-            src = _reshaped_call(v)
             if isinstance(v.owner, graph.CallKernelOp) and v not in self.buf:
                 self.buf[v] = self.kb.outputs[k]
-            elif src is not None and src not in self.buf and v not in ret.arguments[:k]:
+            elif (src := _reshaped_call(v)) is not None and src not in self.buf and v not in ret.arguments[:k]:
                 t = as_memref(src.type)
                 view = self.kb.entry.emit(mem.ViewOp(self.kb.outputs[k], t, []))
                 self.local_dims[view] = self._shape_of(t, [], [src.type], 0)

@@ -52,12 +52,18 @@ RAGGED = [(1, 3, 17), (3, 17, 128), (17, 129, 3), (127, 17, 32), (129, 3, 16), (
           (129, 129, 127), (13, 300, 24)]
 
 
+def _operands(shapes, b_seed: int) -> list:
+    """A and B of each (M, K, N) in `shapes`, in many_matmuls' argument order."""
+    ins = []
+    for i, (m, k, n) in enumerate(shapes):
+        ins += [rand(m, k, seed=i), rand(k, n, seed=i + b_seed)]
+    return ins
+
+
 @needs_native
 def test_ragged_matmuls_native():
     prog = _compile(many_matmuls(RAGGED))
-    ins = []
-    for i, (m, k, n) in enumerate(RAGGED):
-        ins += [rand(m, k, seed=i), rand(k, n, seed=i + 100)]
+    ins = _operands(RAGGED, 100)
     got = prog.main(*ins)
     for i, (m, k, n) in enumerate(RAGGED):
         a, b = ins[2 * i], ins[2 * i + 1]
@@ -406,9 +412,7 @@ def test_parallel_column_panels_are_exact_at_two_threads():
     from minimlir.backend import parallel
 
     prog = _compile(many_matmuls(RAGGED_ONE_BLOCK))
-    ins = []
-    for i, (m, k, n) in enumerate(RAGGED_ONE_BLOCK):
-        ins += [rand(m, k, seed=i), rand(k, n, seed=i + 50)]
+    ins = _operands(RAGGED_ONE_BLOCK, 50)
     parallel.set_num_threads(2)
     try:
         for _ in range(20):

@@ -257,8 +257,6 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     return True
 
 
-
-
 WHOLE_M_ROWS = 256  # a static M up to this runs as one row block (schedule_matmul: whole_m)
 
 
