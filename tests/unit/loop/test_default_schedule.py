@@ -754,6 +754,25 @@ def test_conv_residual_epilogue_is_one_vectorized_block():
     assert D.loop.block_loops(epi[0])[-1].kind.data == "vectorize"
 
 
+@pytest.mark.parametrize("kind", ["relu", "mul_add"])
+def test_conv_channel_epilogue_applied_to_the_register_tile(kind):
+    """A conv's epilogue that reads nothing along the output row (ReLU; a per-channel scale and
+    shift) is applied to the accumulator tile before its one store: the conv's output is no
+    longer a full-size kernel-local buffer written by the tile and read back by a separate
+    epilogue nest (ResNet-50's 7x7 stem: 3.2 MB a call, 2.2 -> 1.9 ms)."""
+    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), kind)
+    m = _fused(text)
+    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
+    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    names = [b.block_name.data for b in D.loop.blocks_of(kernel)]
+    assert names == ["conv2d_wpack", "conv2d_pad", "conv2d_acc_in", "conv2d", "conv2d_acc_out"], names
+    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
+            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    assert not full
+    (out,) = [b for b in D.loop.blocks_of(kernel) if b.block_name.data == "conv2d_acc_out"]
+    assert {o.name for o in out.body.walk()} >= ({"arith.maximumf"} if kind == "relu" else {"arith.mulf", "arith.addf"})
+
+
 POOL_CASES = [  # (C, H, W, kernel, stride, op): stride 2 rows (strided vector loads), ragged widths
     (3, 15, 23, 3, 2, "max_pool2d"),
     (2, 9, 40, 2, 2, "max_pool2d"),

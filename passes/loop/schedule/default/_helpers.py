@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import AnyFloat, UnitAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
@@ -16,11 +16,13 @@ from minimlir.passes.loop.schedule.api import (
     Schedule,
     ScheduleError,
     const_index,
+    iconst,
     local_form,
     materialize_form,
     upper_forms,
 )
 from minimlir.passes.loop.schedule.default import transaction
+from minimlir.passes.loop.schedule.default.threshold import trip_count
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
@@ -439,3 +441,118 @@ def cores() -> int:
     import os
 
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _reads_from_outside(blk: loop.BlockOp, kernel: func.FuncOp) -> bool:
+    """Every operand in `blk`'s body is defined in the block or at the kernel's top level (so a
+    clone of the body is valid anywhere in the kernel)."""
+    top = kernel.body.block
+    return all(_defined_in(v, blk) or (v.owner if isinstance(v.owner, Block) else v.owner.parent_block()) is top
+               for o in blk.body.walk() for v in o.operands)
+
+
+def _static(v, blk: loop.BlockOp) -> int | None:
+    """The constant `v` is: an index constant, or an iteration variable of `blk` bound to one
+    (a constant, or the variable of a loop of one trip: its lower bound)."""
+    args = list(blk.body.block.args)
+    if v in args:
+        v = blk.bindings[args.index(v)]
+    owner = v.owner
+    if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp) and trip_count(owner.parent_op()) == 1:
+        return const_index(owner.parent_op().lb)
+    return const_index(v)
+
+
+def fold_epilogue_into(kernel: func.FuncOp, acc_out: loop.BlockOp, st_out: mem.StoreOp,
+                       others: Sequence[loop.BlockOp] = (), fixed_dim: int | None = None) -> bool:
+    """Fold the one elementwise block reading the kernel-local buffer C that `st_out` (acc_out's
+    store of the finished accumulator) writes into acc_out, before that store:
+
+        acc_out:  C[v] = acc[t]                 Y[w] = f(C[w], bias[w], R[w], ...)
+        ==>
+        acc_out:  Y[v] = f(acc[t], bias[v], R[v], ...)      (C gone: no full-size intermediate)
+
+    so the epilogue (bias, residual add, activation) is applied where the accumulator is in
+    registers, and C, a full-size heap buffer written by acc_out and read back by the epilogue, is
+    gone. `others` are the blocks that may also touch C (the tile, acc_in). The reader must read C
+    only at its own point and nothing else may touch Y or write what the reader reads. With
+    `fixed_dim`, its other reads must not vary along C's dim `fixed_dim` (a conv's output column:
+    acc_out stores across the tile's vector lanes there, so a residual read along the row becomes
+    a scalar gather, slower than the row-vectorized epilogue; a per-channel bias or scale is fine).
+    Returns True when it folded, False when it left the kernel as it was."""
+    from minimlir.passes.loop.schedule.affine import reads_writes
+
+    c_buf = st_out.memref
+    blocks = loop.blocks_of(kernel)
+    readers = [b for b in blocks
+               if b is not acc_out and b not in others and c_buf in reads_writes(b)[0] | reads_writes(b)[1]]
+    if not isinstance(c_buf.owner, mem.AllocOp | mem.AllocaOp) or len(readers) != 1:
+        return False
+    (epi,) = readers
+    if "reduce" in epi.kinds or epi.has_init:
+        return False
+    e_reads, e_writes = reads_writes(epi)
+    c_loads = [o for o in epi.body.walk() if isinstance(o, mem.LoadOp) and o.memref is c_buf]
+    e_stores = [o for o in epi.body.walk() if isinstance(o, mem.StoreOp)]
+    e_args = list(epi.body.block.args)
+    if (not c_loads or len(e_stores) != 1 or len(e_writes) != 1 or c_buf in e_writes
+            or any(list(ld.indices) != list(c_loads[0].indices) for ld in c_loads)):
+        return False
+    # C[idx] read at the epilogue's own point (a GELU reads it twice, at the same point): each
+    # index one of its variables (each once) or a constant that acc_out stores at too (a unit dim)
+    vmap = {}
+    for ei, si in zip(c_loads[0].indices, st_out.indices, strict=True):
+        if ei in e_args and ei not in vmap:
+            vmap[ei] = si
+        elif ei in e_args or const_index(ei) is None or const_index(ei) != _static(si, acc_out):
+            return False
+    for a in e_args:  # a unit dim's variable the load of C does not use: its one value
+        if a not in vmap and _static(a, epi) is not None:
+            vmap[a] = iconst(kernel, _static(a, epi))
+    if len(vmap) != len(e_args):
+        return False
+    if fixed_dim is not None:
+        along = c_loads[0].indices[fixed_dim]
+        if any(isinstance(o, mem.LoadOp) and o.memref is not c_buf and along in _index_vars(o)
+               for o in epi.body.walk()):
+            return False
+    y_buf = e_stores[0].memref
+    for b in blocks:  # nothing else touches Y or writes what the epilogue reads
+        if b is epi:
+            continue
+        r, w = reads_writes(b)
+        if y_buf in r or y_buf in w or (w & (e_reads - {c_buf})):
+            return False
+    e_loops = loop.block_loops(epi)
+    e_top = e_loops[0] if e_loops else epi
+    if loop.blocks_of(e_top) != [epi] or not _reads_from_outside(epi, kernel):
+        return False
+    for ld in c_loads:
+        vmap[ld.result] = st_out.value
+    clone_block_ops(epi, vmap, set(c_loads), InsertPoint.before(st_out))
+    st_out.detach()
+    st_out.erase()
+    e_top.detach()
+    e_top.erase()
+    for u in list(c_buf.uses):
+        if isinstance(u.operation, mem.DeallocOp):
+            u.operation.detach()
+            u.operation.erase()
+    if not list(c_buf.uses):
+        owner = c_buf.owner
+        owner.detach()
+        owner.erase()
+    return True
+
+
+def _index_vars(ld: mem.LoadOp) -> set:
+    """The values a load's indices are computed from through arith (block arguments, constants)."""
+    seen, todo = set(), list(ld.indices)
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v.owner, Operation) and v.owner.dialect_name() == "arith":
+            todo.extend(v.owner.operands)
+    return seen

@@ -37,6 +37,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     cores,
     exact_tile_loops,
     fit_width,
+    fold_epilogue_into,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
@@ -412,7 +413,8 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     )
     # the epilogue's level: the channel panel (co0) or the output row (oh), whichever is outer
     at = {"co0": 2, "oh": 1} if rows_first else {"co0": 1, "oh": 2}
-    _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr])
+    _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr],
+                   f"{bname}_acc_out")
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
@@ -459,16 +461,27 @@ def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
     return oh >= 4 * cores() and ci * kh * kw >= 64 and (oh * s) * (ow * s) > co * kh * kw
 
 
-def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor) -> list[str]:
+def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
+                   acc_out: str | None = None) -> list[str]:
     """The conv's elementwise consumers (bias, residual add, ReLU, …): inlined into one block
     (no full-size intermediate per op: ResNet's add + ReLU wrote a 1.6 MB buffer between them),
-    computed per output-channel block under the conv's loop (`anchor`), and vectorized along
-    the output row (the generic rule skips nests holding a parallel loop, so nothing else
-    would; scalar, the epilogue took 2/3 of ResNet-50's residual convs). Returns the blocks moved."""
+    then, with the accumulator tile's copy-out block `acc_out` (the vector path), applied to the
+    tile before its one store (fold_epilogue_into): the conv's output is no longer a full-size
+    kernel-local buffer written by the tile and read back by the epilogue (ResNet-50's 7x7 stem:
+    3.2 MB a call). Otherwise (or when that does not apply) computed per output-channel block
+    under the conv's loop (`anchor`), and vectorized along the output row (the generic rule
+    skips nests holding a parallel loop, so nothing else would; scalar, the epilogue took 2/3 of
+    ResNet-50's residual convs). Returns the blocks moved."""
     if not cfg.fuse_consumers:
         return []
     if choose("conv_epilogue.inline", True):
         _inline_epilogue(kernel, Schedule(kernel).get_block(bname))
+    if acc_out is not None and choose("conv_epilogue.in_registers", True):
+        out = loop.find_block(kernel, acc_out)
+        stores = [o for o in out.body.walk() if isinstance(o, mem.StoreOp)] if out is not None else []
+        others = [b for b in (loop.find_block(kernel, bname), loop.find_block(kernel, f"{bname}_acc_in")) if b]
+        if len(stores) == 1 and fold_epilogue_into(kernel, out, stores[0], others, fixed_dim=3):
+            return []
     fused = _fuse_consumers(kernel, Schedule(kernel).get_block(bname), anchor)
     if choose("conv_epilogue.vectorize", True):
         _vectorize_fused(kernel, fused, cfg.width)

@@ -150,6 +150,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("conv_epilogue.inline", (True, False),
                  "inline a conv's elementwise consumers into one block (no intermediate buffers)"),
             Knob("conv_epilogue.vectorize", (True, False), "vectorize the fused consumers along the output row"),
+            Knob("conv_epilogue.in_registers", (True, False),
+                 "apply the inlined consumers to the accumulator tile before its store (no full-size buffer)"),
         )),
         RuleKnobs("conv2d_rows", (
             Knob("conv2d_rows.parallel", ("c", "n", "oh", "none"), "the loop that runs in parallel"),

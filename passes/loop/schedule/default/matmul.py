@@ -21,12 +21,13 @@ from minimlir.passes.loop.schedule.default import transaction
 from minimlir.passes.loop.schedule.default._helpers import (
     _cache_accumulator,
     _contract_fma,
-    _defined_in,
     _direct_loops,
     _fuse_consumers,
     _inline_epilogue,
     _vectorize_fused,
     _mark_width,
+    _reads_from_outside,
+    fold_epilogue_into,
     clamp_tile_binding,
     clone_block_ops,
     cores,
@@ -374,7 +375,6 @@ def _version_rows(kernel: func.FuncOp, bname: str, mr: int) -> None:
     0, so every access keeps a constant offset) and reads row row0 + r where the tile reads
     row0 + i2: the row index (clamped to M-1 by _clamp_rows, a no-op there) and the copies'
     bindings. Its blocks are named `<block>_row`."""
-    from xdsl.ir import Block
 
     from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
     from minimlir.passes.loop.schedule.api import ScheduleError, materialize_form
@@ -447,26 +447,6 @@ def _own_top(blk: loop.BlockOp, shared: loop.BlockOp) -> loop.ForOp:
     raise ScheduleError("epilogue in registers: no loop of its own", blk)
 
 
-def _reads_from_outside(blk: loop.BlockOp, kernel: func.FuncOp) -> bool:
-    """Every operand in `blk`'s body is defined in the block or at the kernel's top level (so a
-    clone of the body is valid anywhere in the kernel)."""
-    top = kernel.body.block
-    return all(_defined_in(v, blk) or (v.owner if isinstance(v.owner, Block) else v.owner.parent_block()) is top
-               for o in blk.body.walk() for v in o.operands)
-
-
-def _static(v, blk: loop.BlockOp) -> int | None:
-    """The constant `v` is: an index constant, or an iteration variable of `blk` bound to one
-    (a constant, or the variable of a loop of one trip: its lower bound)."""
-    args = list(blk.body.block.args)
-    if v in args:
-        v = blk.bindings[args.index(v)]
-    owner = v.owner
-    if isinstance(owner, Block) and isinstance(owner.parent_op(), loop.ForOp) and trip_count(owner.parent_op()) == 1:
-        return const_index(owner.parent_op().lb)
-    return const_index(v)
-
-
 def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     """A matmul whose reduction runs in one pass (K <= kc: the k0 loop folded away) computes each
     point of C once, in the tile: its init, acc_in, tile, acc_out then epilogue become
@@ -481,7 +461,6 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     256 x 3136, ran at 70 against 118 GFLOP/s of onnxruntime's). The epilogue part needs exactly one
     elementwise block reading C at the point it writes; without one only the init is forwarded.
     Returns True when the init was forwarded (the epilogue folded or not)."""
-    from minimlir.passes.loop.schedule.affine import reads_writes
 
     tile, init, acc_in, acc_out = (loop.find_block(kernel, bname + sfx) for sfx in ("", "_init", "_acc_in", "_acc_out"))
     if tile is None or init is None or acc_in is None or acc_out is None:
@@ -517,58 +496,5 @@ def _epilogue_in_registers(kernel: func.FuncOp, bname: str) -> bool:
     init_top.detach()
     init_top.erase()
     # -- fold the one elementwise reader of a kernel-local C into acc_out
-    blocks = loop.blocks_of(kernel)
-    readers = [b for b in blocks
-               if b not in (acc_out, acc_in, tile) and c_buf in reads_writes(b)[0] | reads_writes(b)[1]]
-    if not isinstance(c_buf.owner, mem.AllocOp | mem.AllocaOp) or len(readers) != 1:
-        return True
-    (epi,) = readers
-    if "reduce" in epi.kinds or epi.has_init:
-        return True
-    e_reads, e_writes = reads_writes(epi)
-    c_loads = [o for o in epi.body.walk() if isinstance(o, mem.LoadOp) and o.memref is c_buf]
-    e_stores = [o for o in epi.body.walk() if isinstance(o, mem.StoreOp)]
-    e_args = list(epi.body.block.args)
-    if (not c_loads or len(e_stores) != 1 or len(e_writes) != 1 or c_buf in e_writes
-            or any(list(ld.indices) != list(c_loads[0].indices) for ld in c_loads)):
-        return True
-    # C[idx] read at the epilogue's own point (a GELU reads it twice, at the same point): each
-    # index one of its variables (each once) or a constant that acc_out stores at too (a unit dim)
-    vmap = {}
-    for ei, si in zip(c_loads[0].indices, st_out.indices, strict=True):
-        if ei in e_args and ei not in vmap:
-            vmap[ei] = si
-        elif ei in e_args or const_index(ei) is None or const_index(ei) != _static(si, acc_out):
-            return True
-    for a in e_args:  # a unit dim's variable the load of C does not use: its one value
-        if a not in vmap and _static(a, epi) is not None:
-            vmap[a] = iconst(kernel, _static(a, epi))
-    if len(vmap) != len(e_args):
-        return True
-    y_buf = e_stores[0].memref
-    for b in blocks:  # nothing else touches Y or writes what the epilogue reads
-        if b is epi:
-            continue
-        r, w = reads_writes(b)
-        if y_buf in r or y_buf in w or (w & (e_reads - {c_buf})):
-            return True
-    e_loops = loop.block_loops(epi)
-    e_top = e_loops[0] if e_loops else epi
-    if loop.blocks_of(e_top) != [epi] or not _reads_from_outside(epi, kernel):
-        return True
-    for ld in c_loads:
-        vmap[ld.result] = st_out.value
-    clone_block_ops(epi, vmap, set(c_loads), InsertPoint.before(st_out))
-    st_out.detach()
-    st_out.erase()
-    e_top.detach()
-    e_top.erase()
-    for u in list(c_buf.uses):
-        if isinstance(u.operation, mem.DeallocOp):
-            u.operation.detach()
-            u.operation.erase()
-    if not list(c_buf.uses):
-        owner = c_buf.owner
-        owner.detach()
-        owner.erase()
+    fold_epilogue_into(kernel, acc_out, st_out, (acc_in, tile))
     return True
