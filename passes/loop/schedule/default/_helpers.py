@@ -443,6 +443,31 @@ def cores() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
+_L2: list[int] = []
+
+
+def l2_bytes() -> int:
+    """The compiling host's per-core L2 cache in bytes (Linux sysfs, cpu0's unified level-2
+    cache), 1 MiB where it cannot be read."""
+    if not _L2:
+        size = 1 << 20
+        try:
+            import glob
+
+            for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+                with open(f"{d}/level") as f:
+                    if f.read().strip() != "2":
+                        continue
+                with open(f"{d}/size") as f:
+                    text = f.read().strip().upper()
+                mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+                size = int(text.rstrip("KM")) * mult
+        except (OSError, ValueError):
+            pass
+        _L2.append(size)
+    return _L2[0]
+
+
 def _reads_from_outside(blk: loop.BlockOp, kernel: func.FuncOp) -> bool:
     """Every operand in `blk`'s body is defined in the block or at the kernel's top level (so a
     clone of the body is valid anywhere in the kernel)."""

@@ -38,6 +38,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     exact_tile_loops,
     fit_width,
     fold_epilogue_into,
+    l2_bytes,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
@@ -450,7 +451,10 @@ def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
     reads the whole input and 1/T of the weights, of a row split 1/T of the input and all the
     weights, so rows win where the input is the larger (H*W > CO*KH*KW per input channel) and
     there are rows enough for every core (ResNet-50's 64-channel 3x3 convs at 56x56 in the model:
-    1.27 ms by panels, 1.10 by rows at 2 threads; its 512-channel ones at 7x7 stay on panels)."""
+    1.27 ms by panels, 1.10 by rows at 2 threads; its 512-channel ones at 7x7 stay on panels).
+    Only while all the weights stay in half the L2: rows outermost read every panel once per row,
+    from memory when they do not (VGG-19's 256-channel 3x3 convs at 56x56, 2.4 MB of weights:
+    30.1 ms by rows, 25.7 by panels at 1 thread)."""
     ext = [const_index(l.ub) for l in loops]
     co, oh, ow, ci, kh, kw = ext[1 + gr], ext[2 + gr], ext[3 + gr], ext[-3], ext[-2], ext[-1]
     if gr or None in (co, oh, ow, ci, kh, kw):
@@ -458,7 +462,9 @@ def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
     s = max(_strides(blk))
     # (a short reduction, SqueezeNet's 3-channel 3x3 stem, is dominated by the per-row epilogue
     # and tile overheads, not by reads: 0.53 ms by rows against 0.42 by panels)
-    return oh >= 4 * cores() and ci * kh * kw >= 64 and (oh * s) * (ow * s) > co * kh * kw
+    weights = co * ci * kh * kw * 4
+    return (oh >= 4 * cores() and ci * kh * kw >= 64 and (oh * s) * (ow * s) > co * kh * kw
+            and 2 * weights <= l2_bytes())
 
 
 def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
