@@ -764,13 +764,27 @@ def test_conv_channel_epilogue_applied_to_the_register_tile(kind):
     m = _fused(text)
     assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
     (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
-    names = [b.block_name.data for b in D.loop.blocks_of(kernel)]
-    assert names == ["conv2d_wpack", "conv2d_pad", "conv2d_acc_in", "conv2d", "conv2d_acc_out"], names
+    names = [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
+    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_out"], names
     full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
             and a.results[0].type.get_shape() == (1, 64, 14, 14)]
     assert not full
     (out,) = [b for b in D.loop.blocks_of(kernel) if b.block_name.data == "conv2d_acc_out"]
     assert {o.name for o in out.body.walk()} >= ({"arith.maximumf"} if kind == "relu" else {"arith.mulf", "arith.addf"})
+
+
+def test_conv_padded_input_is_copied_by_rows():
+    """The zero-padded copy of a conv's input (static sizes): border rows and columns filled
+    with 0, interior rows copied by a vectorized loop, no clamp or select per element (one
+    element at a time it took 0.15 of a 1.65 ms 64 x 56 x 56 3x3 conv). Asymmetric pads with
+    stride 2 (the copy holds only the rows and columns the conv reads); the numbers: CONV_CASES."""
+    m = H.legalize(conv_general_text((1, 4, 13, 11), (32, 4, 3, 3), (2, 2), (0, 1, 2, 0), (1, 1)))
+    D.schedule_module(m, D.ScheduleConfig(width=8))
+    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    pads = {b.block_name.data: b for b in D.loop.blocks_of(kernel) if b.block_name.data.startswith("conv2d_pad")}
+    assert set(pads) == {"conv2d_pad", "conv2d_pad_bottom", "conv2d_pad_left"}, sorted(pads)
+    assert not [o for b in pads.values() for o in b.body.walk() if o.name in ("arith.select", "arith.minsi")]
+    assert D.loop.block_loops(pads["conv2d_pad"])[-1].kind.data == "vectorize"
 
 
 POOL_CASES = [  # (C, H, W, kernel, stride, op): stride 2 rows (strided vector loads), ragged widths

@@ -250,6 +250,20 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         chans = ubs[4] if g is None and not dw else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
         xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
+        if pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location):
+            lip = InsertPoint.before(x_ld)
+            new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
+            new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
+            sel.result.replace_all_uses_with(new_x)
+            sel.detach()
+            sel.erase()
+            x_ld.detach()
+            x_ld.erase()
+            _drop_dead(body)
+            ret = kernel.body.block.last_op
+            for f in frees:
+                Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
+            return w_ld, wt
         x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], f"{name}_pad")
         x_top.location = blk.location
         last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
@@ -277,6 +291,63 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     for f in frees:
         Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
     return w_ld, wt
+
+
+def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, lead: list[SSAValue],
+             pads: list[int], sizes: list[SSAValue], extents: list[SSAValue], value: float, name: str,
+             location=None, at: list[SSAValue] | None = None) -> bool:
+    """Fill XP[n, c, hp, wp] (extents HP x WP) with X[n, c, hp - pt, wp - pl] inside X, else `value`,
+    as row copies with no per-element test, when the spatial sizes and extents are static:
+
+        {name}_top / _bottom:  XP[n, c, hp, :] = value        hp < pt, hp >= pt + H
+        {name}_left / _right:  XP[n, c, pt + i, wp] = value   wp < pl, wp >= pl + W
+        {name}:                XP[n, c, pt + i, pl + j] = X[n, c, i, j]   (contiguous: vectorized)
+
+    (only the rows and columns XP holds: a strided conv may not read X's last ones), with loops
+    over the `lead` extents (n, c); or, with `at` (the values of X's leading indices, from loops
+    around `ip`), one plane XP[hp, wp] of X[at..., :, :], the blocks binding `at` as iteration
+    variables of their own. One element at a time, with clamps and a select each, the copy of a
+    64 x 56 x 56 input took 0.15 of a 1.65 ms 3x3 conv. Returns False (nothing built) when a size
+    or extent is dynamic."""
+    st = [const_index(v) for v in (*sizes, *extents)]
+    if None in st:
+        return False
+    (h, w, hp, wp), (pt, pl) = st, pads
+    rows, cols = max(0, min(h, hp - pt)), max(0, min(w, wp - pl))
+    elem = xp.type.element_type  # type: ignore[union-attr]
+    c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
+
+    def fill(part: str, r0: int, nr: int, col0: int, nc: int, copy: bool) -> None:
+        if nr <= 0 or nc <= 0:
+            return
+        where, ivs, top = ip, [], None
+        for e in [*(lead if at is None else []), iconst(kernel, nr), iconst(kernel, nc)]:
+            lp = loop.ForOp(c0, e, c1)
+            Rewriter.insert_op(lp, where)
+            top = top or lp
+            ivs.append(lp.induction_var)
+            where = InsertPoint.before(lp.body.block.last_op)
+        binds = ivs if at is None else [*at, *ivs]
+        blk = loop.BlockOp(name + part, binds, ["spatial"] * len(binds))
+        Rewriter.insert_op(blk, where)
+        bip = InsertPoint.before(blk.body.block.last_op)
+        *pre, qi, qj = blk.body.block.args
+        if location is not None:
+            top.location = location
+        hi = emit(arith.AddiOp(qi, iconst(kernel, r0)), bip) if r0 else qi
+        wj = emit(arith.AddiOp(qj, iconst(kernel, col0)), bip) if col0 else qj
+        if copy:
+            v = emit(mem.LoadOp(x, [*pre, qi, qj], elem), bip)
+        else:
+            v = emit(arith.ConstantOp(FloatAttr(value, elem)), bip)
+        Rewriter.insert_op(mem.StoreOp(v, xp, [*(pre if at is None else []), hi, wj]), bip)
+
+    fill("_top", 0, min(pt, hp), 0, wp, False)
+    fill("_bottom", pt + rows, hp - pt - rows, 0, wp, False)
+    fill("_left", pt, rows, 0, min(pl, wp), False)
+    fill("_right", pt, rows, pl + cols, wp - pl - cols, False)
+    fill("", pt, rows, pl, cols, True)
+    return True
 
 
 def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0: loop.ForOp,

