@@ -250,34 +250,8 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         chans = ubs[4] if g is None and not dw else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
         xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
-        if pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location):
-            lip = InsertPoint.before(x_ld)
-            new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
-            new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
-            sel.result.replace_all_uses_with(new_x)
-            sel.detach()
-            sel.erase()
-            x_ld.detach()
-            x_ld.erase()
-            _drop_dead(body)
-            ret = kernel.body.block.last_op
-            for f in frees:
-                Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
-            return w_ld, wt
-        x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [ubs[0], chans, *extents], f"{name}_pad")
-        x_top.location = blk.location
-        last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
-        cond, idx = None, []
-        for q, pd, sz, lst in zip((qh, qw), pads, sizes, last):
-            src = emit(arith.SubiOp(q, iconst(kernel, pd)), bip) if pd else q
-            for c in (arith.CmpiOp(src, iconst(kernel, 0), "sge"), arith.CmpiOp(src, sz, "slt")):
-                c = emit(c, bip)
-                cond = c if cond is None else emit(arith.AndIOp(cond, c), bip)
-            idx.append(emit(arith.MinSIOp(emit(arith.MaxSIOp(src, iconst(kernel, 0)), bip), lst), bip))
-        v = emit(mem.LoadOp(x, [qn, qc, *idx], elem), bip)
-        z = emit(arith.ConstantOp(FloatAttr(0.0, elem)), bip)
-        v = emit(arith.SelectOp(cond, v, z), bip)
-        Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
+        if not pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location):
+            _pad_by_elements(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, f"{name}_pad", blk.location)
         lip = InsertPoint.before(x_ld)
         new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
         new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
@@ -291,6 +265,27 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     for f in frees:
         Rewriter.insert_op(mem.DeallocOp(f), InsertPoint.before(ret))
     return w_ld, wt
+
+
+def _pad_by_elements(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, lead: list[SSAValue],
+                     pads: list[int], sizes: list[SSAValue], extents: list[SSAValue], name: str, location) -> None:
+    """pad_rows' zero fill for dynamic sizes: one element at a time, each tap clamped into X and
+    selected against 0."""
+    elem = xp.type.element_type  # type: ignore[union-attr]
+    x_top, (qn, qc, qh, qw), bip = _nest(kernel, ip, [*lead, *extents], name)
+    x_top.location = location
+    last = [emit(arith.SubiOp(sz, iconst(kernel, 1)), InsertPoint.before(x_top)) for sz in sizes]
+    cond, idx = None, []
+    for q, pd, sz, lst in zip((qh, qw), pads, sizes, last):
+        src = emit(arith.SubiOp(q, iconst(kernel, pd)), bip) if pd else q
+        for c in (arith.CmpiOp(src, iconst(kernel, 0), "sge"), arith.CmpiOp(src, sz, "slt")):
+            c = emit(c, bip)
+            cond = c if cond is None else emit(arith.AndIOp(cond, c), bip)
+        idx.append(emit(arith.MinSIOp(emit(arith.MaxSIOp(src, iconst(kernel, 0)), bip), lst), bip))
+    v = emit(mem.LoadOp(x, [qn, qc, *idx], elem), bip)
+    z = emit(arith.ConstantOp(FloatAttr(0.0, elem)), bip)
+    v = emit(arith.SelectOp(cond, v, z), bip)
+    Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
 
 
 def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, lead: list[SSAValue],
