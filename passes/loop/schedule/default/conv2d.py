@@ -66,9 +66,11 @@ def _drop_dead(block) -> None:
                 changed = True
 
 
-def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: str) -> tuple:
-    """Loops over `extents` at `ip` with one all-spatial block bound 1:1; returns the top loop,
-    the block's iteration variables and an insert point in its body."""
+def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: str,
+          outer: list[SSAValue] = ()) -> tuple:
+    """Loops over `extents` at `ip` with one all-spatial block bound 1:1 (after the `outer`
+    values, variables of loops around `ip`, which it binds first); returns the top loop, the
+    block's iteration variables and an insert point in its body."""
     c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
     ivs, top = [], None
     for e in extents:
@@ -77,7 +79,8 @@ def _nest(kernel: func.FuncOp, ip: InsertPoint, extents: list[SSAValue], name: s
         top = top or l
         ivs.append(l.induction_var)
         ip = InsertPoint.before(l.body.block.last_op)
-    blk = loop.BlockOp(name, ivs, ["spatial"] * len(ivs))
+    binds = [*outer, *ivs]
+    blk = loop.BlockOp(name, binds, ["spatial"] * len(binds))
     Rewriter.insert_op(blk, ip)
     return top, list(blk.body.block.args), InsertPoint.before(blk.body.block.last_op)
 
@@ -252,14 +255,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
         if not pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location):
             _pad_by_elements(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, f"{name}_pad", blk.location)
-        lip = InsertPoint.before(x_ld)
-        new_idx = [emit(arith.AddiOp(t, iconst(kernel, pd)), lip) if pd else t for t, pd in zip(taps, pads)]
-        new_x = emit(mem.LoadOp(xp, [n, x_ld.indices[1], *new_idx], elem), lip)
-        sel.result.replace_all_uses_with(new_x)
-        sel.detach()
-        sel.erase()
-        x_ld.detach()
-        x_ld.erase()
+        read_padded(kernel, x_ld, sel, xp, [n, x_ld.indices[1]], taps, pads)
     _drop_dead(body)
     ret = kernel.body.block.last_op
     for f in frees:
@@ -288,6 +284,20 @@ def _pad_by_elements(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAV
     Rewriter.insert_op(mem.StoreOp(v, xp, [qn, qc, qh, qw]), bip)
 
 
+def read_padded(kernel: func.FuncOp, ld: mem.LoadOp, sel: arith.SelectOp, xp: SSAValue, prefix: list[SSAValue],
+                taps: list[SSAValue], pads: list[int]) -> None:
+    """Replace a guarded load (`sel` = select(inside, `ld`, pad value), `ld` reading X at clamped
+    `taps`) by a load of the padded copy XP[prefix..., tap + pad, ...] (affine, no select)."""
+    ip = InsertPoint.before(ld)
+    idx = [emit(arith.AddiOp(t, iconst(kernel, p)), ip) if p else t for t, p in zip(taps, pads)]
+    new = emit(mem.LoadOp(xp, [*prefix, *idx], ld.result.type), ip)
+    sel.result.replace_all_uses_with(new)
+    sel.detach()
+    sel.erase()
+    ld.detach()
+    ld.erase()
+
+
 def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, lead: list[SSAValue],
              pads: list[int], sizes: list[SSAValue], extents: list[SSAValue], value: float, name: str,
              location=None, at: list[SSAValue] | None = None) -> bool:
@@ -310,23 +320,13 @@ def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, le
     (h, w, hp, wp), (pt, pl) = st, pads
     rows, cols = max(0, min(h, hp - pt)), max(0, min(w, wp - pl))
     elem = xp.type.element_type  # type: ignore[union-attr]
-    c0, c1 = iconst(kernel, 0), iconst(kernel, 1)
 
     def fill(part: str, r0: int, nr: int, col0: int, nc: int, copy: bool) -> None:
         if nr <= 0 or nc <= 0:
             return
-        where, ivs, top = ip, [], None
-        for e in [*(lead if at is None else []), iconst(kernel, nr), iconst(kernel, nc)]:
-            lp = loop.ForOp(c0, e, c1)
-            Rewriter.insert_op(lp, where)
-            top = top or lp
-            ivs.append(lp.induction_var)
-            where = InsertPoint.before(lp.body.block.last_op)
-        binds = ivs if at is None else [*at, *ivs]
-        blk = loop.BlockOp(name + part, binds, ["spatial"] * len(binds))
-        Rewriter.insert_op(blk, where)
-        bip = InsertPoint.before(blk.body.block.last_op)
-        *pre, qi, qj = blk.body.block.args
+        spatial = [iconst(kernel, nr), iconst(kernel, nc)]
+        top, (*pre, qi, qj), bip = (_nest(kernel, ip, [*lead, *spatial], name + part) if at is None
+                                    else _nest(kernel, ip, spatial, name + part, at))
         if location is not None:
             top.location = location
         hi = emit(arith.AddiOp(qi, iconst(kernel, r0)), bip) if r0 else qi

@@ -127,8 +127,9 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     from xdsl.rewriter import InsertPoint, Rewriter
 
     from minimlir.dialects import mem
-    from minimlir.passes.loop.schedule.api import emit, iconst, local_form
-    from minimlir.passes.loop.schedule.default.conv2d import _drop_dead, _local_buffer, _unclamp, pad_rows
+    from minimlir.passes.loop.schedule.api import iconst, local_form
+    from minimlir.passes.loop.schedule.default.conv2d import (
+        _drop_dead, _local_buffer, _unclamp, pad_rows, read_padded)
 
     guarded = []
     for ld in [o for o in blk.body.walk() if isinstance(o, mem.LoadOp)]:
@@ -143,8 +144,9 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     ld, sel = guarded[0]
     args = list(blk.body.block.args)
     ls = loop.block_loops(blk)
-    if len(args) != 6 or len(ls) != 6 or ld.indices[0] is not args[0] or ld.indices[1] is not args[1]:
-        raise ScheduleError("padded window: not n c oh ow | kh kw", blk)
+    if (len(args) != 6 or len(ls) != 6 or ld.indices[0] is not args[0] or ld.indices[1] is not args[1]
+            or list(blk.bindings) != [l.induction_var for l in ls]):
+        raise ScheduleError("padded window: not n c oh ow | kh kw, bound to its loops", blk)
     pad = sel.rhs.owner
     if sel.lhs is not ld.result or not (isinstance(pad, arith.ConstantOp) and isinstance(pad.value, FloatAttr)):
         raise ScheduleError("padded window: the pad is not a constant", sel)
@@ -201,14 +203,7 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
         prefix = [ld.indices[0], ld.indices[1]]
     if not ok:
         raise ScheduleError("padded window: dynamic sizes", blk)
-    lip = InsertPoint.before(ld)
-    idx = [emit(arith.AddiOp(t, iconst(kernel, p)), lip) if p else t for t, p in zip(taps, pads)]
-    new = emit(mem.LoadOp(xp, [*prefix, *idx], elem), lip)
-    sel.result.replace_all_uses_with(new)
-    sel.detach()
-    sel.erase()
-    ld.detach()
-    ld.erase()
+    read_padded(kernel, ld, sel, xp, prefix, taps, pads)
     _drop_dead(blk.body.block)
     ret = kernel.body.block.last_op
     for f in frees:
