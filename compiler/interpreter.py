@@ -463,6 +463,17 @@ def _step_viewop(self, op: Operation, env: dict) -> None:
     env[op.result] = view
 
 
+def _step_subrangeop(self, op: Operation, env: dict) -> None:
+    g = self.getter(env)
+    src = g(op.source)
+    n = int(np.prod(op.result.type.get_shape(), dtype=np.int64))
+    off = int(g(op.offset))
+    flat = src.reshape(-1)
+    view = flat[off:off + n].reshape(tuple(op.result.type.get_shape()))
+    assert np.shares_memory(view, src)
+    env[op.result] = view
+
+
 def _step_copyop(self, op: Operation, env: dict) -> None:
     g = self.getter(env)
     g(op.target)[...] = g(op.source)
@@ -579,6 +590,7 @@ _STEP_RULES = [
     (mem.DeallocOp, _step_deallocop),
     (mem.DimOp, _step_dim),
     (mem.ViewOp, _step_viewop),
+    (mem.SubrangeOp, _step_subrangeop),
     (mem.CopyOp, _step_copyop),
     (mem.FillOp, _step_fillop),
     (arith.ConstantOp, _step_arith_constant),

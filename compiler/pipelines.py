@@ -28,8 +28,9 @@ PIPELINES: dict[str, NamedPipeline] = {
         "Lower loop/mem/arith/math/cf/func to the llvm dialect (input already bufferized and planned).",
     ),
     "mem-to-llvm": NamedPipeline(
-        "mem-plan,convert-to-llvm",
-        "Everything after graph-bufferize: plan buffers into an arena, then lower to the llvm dialect.",
+        "mem-concat-in-place,mem-plan,convert-to-llvm",
+        "Everything after graph-bufferize: concats in place, plan buffers into an arena, then lower to the llvm "
+        "dialect.",
     ),
     "graph-to-llvm": NamedPipeline(
         "graph-infer-dims,graph-legalize,graph-simplify-dims,graph-bufferize,mem-to-llvm",
@@ -43,7 +44,7 @@ PIPELINES: dict[str, NamedPipeline] = {
         "fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(
-        "loop-schedule,graph-bufferize,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"
+        "loop-schedule,graph-bufferize,mem-concat-in-place,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"
         "convert-to-llvm,"
         "convert-parallel-to-llvm",
         "The part of `compile` after compile-whole-module: passes that each rewrite one function at a time "
@@ -52,7 +53,7 @@ PIPELINES: dict[str, NamedPipeline] = {
     "compile": NamedPipeline(
         "compile-whole-module,compile-per-function",
         "The default compile pipeline: fuse, legalize, fuse kernels, default schedule (tiles, vectors, "
-        "parallel loops), bufferize, plan, lower to llvm with parallel loops on libgomp.",
+        "parallel loops), bufferize, concats in place, plan, lower to llvm with parallel loops on libgomp.",
     ),
 }
 

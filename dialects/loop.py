@@ -63,6 +63,10 @@ KERNEL_ATTR = "loop.kernel"
 # uses (a schedule's accumulator tile or cache_read copy: written before every read), so
 # loop-outline-parallel gives each thread its own, even when several parallel loops use it
 PRIVATE_ATTR = "loop.private"
+# on a kernel: it is exactly `out = concat(inputs..., axis)` (set by graph-legalize on a concat that
+# is not fused with other ops), so mem-concat-in-place may let the inputs' producers write their
+# parts of `out` instead of calling it
+CONCAT_AXIS_ATTR = "loop.concat_axis"
 LOOP_KINDS = ("serial", "parallel", "vectorize", "unroll")
 ITER_KINDS = ("spatial", "reduce")
 

@@ -283,6 +283,50 @@ class ViewOp(IRDLOperation):
 
 
 @irdl_op_definition
+class SubrangeOp(IRDLOperation):
+    """Zero-copy part of a buffer: its elements `offset` … `offset + n` (n: the result's element count,
+    `offset` counted in elements of the row-major source), seen with the result's shape. The part of a
+    row-major buffer that a concat along axis `a` gives one input is such a range when every dim
+    before `a` is 1 (a channel concat at batch 1): mem-concat-in-place lets the producer write there.
+
+        %p = mem.subrange %y[%c64] : memref<1x128x55x55xf32> -> memref<1x64x55x55xf32>
+    """
+
+    name = "mem.subrange"
+
+    source = operand_def(MemRefType)
+    offset = operand_def(IndexType)
+    result = result_def(MemRefType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$source `[` $offset `]` attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue | Operation, offset: SSAValue | Operation, result_type: MemRefType):
+        super().__init__(operands=[source, offset], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, res = _memref(self.source), _memref(self.result)
+        _check_identity(src, "source memref")
+        _check_identity(res, "result memref")
+        if src.get_element_type() != res.get_element_type():
+            raise VerifyException(
+                f"subrange must keep the element type: {src.get_element_type()} vs "
+                f"{res.get_element_type()}"
+            )
+        n_src, n_res = num_elements(src), num_elements(res)
+        if n_src is None or n_res is None:
+            raise VerifyException(f"subrange needs static shapes, got {src} -> {res}")
+        owner = self.offset.owner
+        if isinstance(owner, Operation) and owner.name == "arith.constant":
+            off = owner.properties["value"]
+            if isinstance(off, IntegerAttr) and not 0 <= off.value.data <= n_src - n_res:
+                raise VerifyException(
+                    f"subrange of {n_res} elements at offset {off.value.data} does not fit in {src} "
+                    f"({n_src} elements)"
+                )
+
+
+@irdl_op_definition
 class DimOp(IRDLOperation):
     """The run-time size of dim `index` of a buffer."""
 
@@ -442,6 +486,7 @@ Mem = Dialect(
         LoadOp,
         StoreOp,
         ViewOp,
+        SubrangeOp,
         DimOp,
         CopyOp,
         FillOp,

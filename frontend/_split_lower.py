@@ -44,6 +44,7 @@ from minimlir.compiler.pass_manager import fewer_gc_passes
 from minimlir.compiler.pipelines import PIPELINES, expand
 from minimlir.backend import jit
 from minimlir.backend.parallel import cpu_count
+from minimlir.dialects.loop import CONCAT_AXIS_ATTR
 
 
 PREFIX = "compile-whole-module"
@@ -119,7 +120,10 @@ def build_chunk(module: ModuleOp, kernels: list[str] | None) -> ModuleOp:
         for op in module.ops:
             if isinstance(op, func.FuncOp) and op.body.blocks and KERNEL_ATTR in op.attributes:
                 t = op.function_type
-                ops.append(func.FuncOp.external(op.sym_name.data, list(t.inputs.data), list(t.outputs.data)))
+                decl = func.FuncOp.external(op.sym_name.data, list(t.inputs.data), list(t.outputs.data))
+                if CONCAT_AXIS_ATTR in op.attributes:  # what mem-concat-in-place reads of a callee
+                    decl.attributes[CONCAT_AXIS_ATTR] = op.attributes[CONCAT_AXIS_ATTR]
+                ops.append(decl)
             else:
                 ops.append(op.clone())
     else:

@@ -87,7 +87,7 @@ def _clonable(v: SSAValue, for_op: loop.ForOp) -> bool:
 
 
 def _root(v: SSAValue) -> SSAValue:
-    while isinstance(v, OpResult) and isinstance(v.owner, mem.ViewOp | mem.SlotOp):
+    while isinstance(v, OpResult) and isinstance(v.owner, mem.ViewOp | mem.SubrangeOp | mem.SlotOp):
         v = v.owner.operands[0]
     return v
 

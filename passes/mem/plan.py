@@ -234,7 +234,7 @@ class _FunctionPlanner:
             return v
         if isinstance(op, mem.DimOp) and not isinstance(op.source, BlockArgument):
             src = op.source.owner
-            if isinstance(src, mem.AllocOp | mem.AllocaOp | mem.ViewOp | mem.SlotOp):
+            if isinstance(src, mem.AllocOp | mem.AllocaOp | mem.ViewOp | mem.SubrangeOp | mem.SlotOp):
                 shape = op.source.type.get_shape()
                 k = op.index.value.data
                 if shape[k] == DYNAMIC_INDEX:

@@ -119,7 +119,7 @@ _CONST_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}  # attributes are im
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 Dim = SSAValue | int  # an i64 value, or a static size
-_PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SlotOp)
+_PRODUCERS = (mem.AllocOp, mem.AllocaOp, mem.ArenaOp, mem.ViewOp, mem.SubrangeOp, mem.SlotOp)
 
 
 class _MemConsts(ConstPool):
@@ -693,6 +693,11 @@ class MemLowering:
         elif isinstance(op, mem.ViewOp):
             ptr, _ = self.desc(op, 0)
             dyn = [b.index(d) for d in op.dims]
+        elif isinstance(op, mem.SubrangeOp):
+            base, _ = self.desc(op, 0)
+            off = _const_int(op.offset)
+            ptr = b.gep(base, off if off is not None else b.index(op.offset), llvm_element_type(t.element_type))
+            dyn = []
         elif isinstance(op, mem.SlotOp):
             arena_op = op.arena.owner if isinstance(op.arena.owner, mem.ArenaOp) else None
             base, _ = self.desc(op, 0)

@@ -115,6 +115,7 @@ class GraphLegalizePass(ModulePass):
                         emit_error(g_op, f"failed to legalize operation '{g_op.name}': {e}")
                     kernel = kb.finish()
                     kernel.location = g_op.location
+                    kernel.attributes.update(legalization.kernel_attributes(g_op))
                     op.body.block.add_op(kernel)
                     kernels[key] = name
                 result_dims = [dims.index(d) for d in legalization.result_dims(g_op, dims)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from minimlir.dialects import graph
@@ -56,6 +56,10 @@ class Legalization:
         graph.from_dims of them: an i64 buffer). Default: none. Their types must follow from
         `kernel_key`."""
         return []
+
+    def kernel_attributes(self, op: Operation) -> dict[str, Attribute]:
+        """Attributes for the kernel `build` fills (facts later passes may use). Default: none."""
+        return {}
 
     def kernel_key(self, op: Operation) -> tuple:
         return (

@@ -24,6 +24,7 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     TensorType,
@@ -32,7 +33,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from minimlir.dialects import graph
+from minimlir.dialects import graph, loop
 from minimlir.passes.loop._kernel_builder import Emitter, Index, KernelBuilder
 from minimlir.passes.graph.legalize._common import GraphDims, Legalization, legalizes
 
@@ -91,6 +92,9 @@ class LegalizeConcat(Legalization):
                 e.store(e.load(x, vs), y, out)
             if k + 1 < len(kb.inputs):
                 offset = kb.top.iadd(offset, kb.dim(x, axis))
+
+    def kernel_attributes(self, op: graph.ConcatOp) -> dict[str, Attribute]:
+        return {loop.CONCAT_AXIS_ATTR: IntegerAttr(op.axis.value.data, 64)}
 
     def result_dims(self, op: graph.ConcatOp, g: GraphDims) -> list[Index]:
         axis = op.axis.value.data

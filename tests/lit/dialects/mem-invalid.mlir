@@ -136,3 +136,24 @@
 %a, %o = "test.op"() : () -> (memref<?xi8>, index)
 // expected-error @+1 {{expected 2 dim operand(s), one per '?' of the result type memref<?x?xf32>, got 0}}
 %s = "mem.slot"(%a, %o) : (memref<?xi8>, index) -> memref<?x?xf32>
+
+// -----
+
+%m = "test.op"() : () -> memref<1x5x4xf32>
+%o = arith.constant 12 : index
+// expected-error @+1 {{subrange of 12 elements at offset 12 does not fit in memref<1x5x4xf32> (20 elements)}}
+%p = "mem.subrange"(%m, %o) : (memref<1x5x4xf32>, index) -> memref<1x3x4xf32>
+
+// -----
+
+%m = "test.op"() : () -> memref<?x4xf32>
+%o = arith.constant 0 : index
+// expected-error @+1 {{subrange needs static shapes, got memref<?x4xf32> -> memref<1x4xf32>}}
+%p = "mem.subrange"(%m, %o) : (memref<?x4xf32>, index) -> memref<1x4xf32>
+
+// -----
+
+%m = "test.op"() : () -> memref<8xf32>
+%o = arith.constant 0 : index
+// expected-error @+1 {{subrange must keep the element type: f32 vs i32}}
+%p = "mem.subrange"(%m, %o) : (memref<8xf32>, index) -> memref<4xi32>

@@ -46,6 +46,16 @@ func.func @views(%m: memref<?x4xf32>, %t: memref<16xf32>, %u: memref<?x4xf32>) {
   func.return
 }
 
+// A contiguous part of a buffer (mem-concat-in-place's output parts), offset in elements.
+// CHECK-LABEL: func.func @subrange
+// CHECK-SAME:    (%[[Y:.*]]: memref<1x5x4xf32>, %[[O:.*]]: index)
+// CHECK-NEXT:    %[[P:.*]] = mem.subrange %[[Y]][%[[O]]] : memref<1x5x4xf32> -> memref<1x2x4xf32>
+// CHECK-NEXT:    func.return
+func.func @subrange(%y: memref<1x5x4xf32>, %o: index) {
+  %p = mem.subrange %y[%o] : memref<1x5x4xf32> -> memref<1x2x4xf32>
+  func.return
+}
+
 // Memory planning's output: one arena, typed slots at byte offsets.
 
 // CHECK-LABEL: func.func @arena
