@@ -20,7 +20,8 @@ together with every op on the paths n -> dom when:
     (so elementwise chains fuse, and a reduction absorbs its elementwise inputs);
   * n's group is injective, phase 1: every op on the paths at most injective, `dom`'s group at
     most injective or a reduction (injective -> reduce);
-  * a reduction's group never fuses into its consumers; opaque ops never fuse;
+  * a reduction's group never fuses into its consumers; opaque ops never fuse, nor does a concat
+    whose parts are contiguous (mem-concat-in-place lets its producers write into it);
   * the merged group has at most `max-depth` ops.
 
 Groups of two or more ops are outlined into private functions marked `graph.primitive` (tensor
@@ -60,6 +61,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from minimlir.dialects import graph, loop
 from minimlir.passes._diagnostics import emit_error, emit_remark
 from minimlir.passes.graph._op_pattern import OpPattern, edge_pattern, op_pattern
+from minimlir.passes.mem.concat_in_place import in_place as concat_in_place
 
 PRIMITIVE_ATTR = "graph.primitive"
 
@@ -154,6 +156,10 @@ class _Fuser:
                 n.pattern = OPAQUE
                 n.group.pattern = OPAQUE
                 n.why = "its index operands cannot be recomputed from tensor dims"
+            elif n.pattern != OPAQUE and concat_in_place(op):
+                n.pattern = OPAQUE
+                n.group.pattern = OPAQUE
+                n.why = "a concat whose parts are contiguous: its producers write into it (mem-concat-in-place)"
             self.nodes.append(n)
             self.node_of[op] = n
         for n in self.nodes:

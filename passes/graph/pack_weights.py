@@ -46,6 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import graph
 from minimlir.passes.graph.lift_params import weight_only
+from minimlir.passes.mem.concat_in_place import in_place as concat_in_place
 
 
 def _pack(op: graph.Conv2dOp, tile: int) -> None:
@@ -113,6 +114,10 @@ def _fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
     return op
 
 
+def _copying_concat(op) -> bool:
+    return isinstance(op, graph.ConcatOp) and not concat_in_place(op)
+
+
 def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     """Rewrite a 1x1 conv (stride 1, no padding) as a matmul over the pixels (see the module
     docstring) when it pays."""
@@ -133,13 +138,14 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     if group > 1:
         if conv_weight_tile(og, cfg) >= 2 * cfg.width:
             return False
-    elif (cg > cfg.matmul.tile_k() or any(isinstance(u.operation, graph.ConcatOp) for u in end.uses)
-          or isinstance(op.input.owner, graph.ConcatOp)):
+    elif (cg > cfg.matmul.tile_k() or any(_copying_concat(u.operation) for u in end.uses)
+          or _copying_concat(op.input.owner)):
         # group 1: only where the matmul runs its reduction in one pass (C <= kc), so the
         # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and
-        # neither the input comes from nor the result feeds a concat (graph-fuse fuses the
-        # reshape into the concat, which then copies element by element: SqueezeNet's fire
-        # modules got 0.2 ms slower each)
+        # neither the input comes from nor the result feeds a concat that copies (graph-fuse
+        # fuses the reshape into such a concat, which then copies element by element:
+        # SqueezeNet's fire modules got 0.2 ms slower each). A concat whose parts are contiguous
+        # stays apart and costs no copy (mem-concat-in-place)
         return False
     elt = op.input.type.get_element_type()  # type: ignore[union-attr]
     new: list = []

@@ -4,10 +4,11 @@ Runs after graph-bufferize, before mem-plan, on each graph-level function. A cal
 (a kernel graph-legalize marked `loop.concat_axis`: it is exactly `out = concat(ins…, axis)`) whose
 output part for each input is one contiguous run of the output (every output dim before the axis is
 1, all shapes static: a channel concat at batch 1, as in SqueezeNet, Inception and DenseNet) is
-removed. Each input that is a fresh heap buffer of this function (a `mem.alloc` some kernel writes)
-becomes a `mem.subrange` of the output, so its producer writes there; any other input (a function
-argument, a param, a constant, a view, a buffer that is returned, an input met twice or already part
-of another concat) is copied into its part with `mem.copy`, where the call was:
+removed. Each input that is a fresh heap buffer of this function (a `mem.alloc` some kernel writes,
+or a `mem.view` reshape of one: a 1x1 conv run as a matmul) becomes a `mem.subrange` of the output,
+so its producer writes there; any other input (a function argument, a param, a constant, a buffer
+that is returned, an input met twice or already part of another concat) is copied into its part
+with `mem.copy`, where the call was:
 
     %a = mem.alloc() : memref<1x64x55x55xf32>
     func.call @conv_1(%x, %a) …
@@ -28,7 +29,8 @@ The output's `mem.dealloc` moves after the last use of the output or of any part
 read after the concat). A concat of concats (DenseNet's growing feature maps) nests: the inner
 output becomes a part of the outer one, and its own parts follow it, so a dense block's layers all
 write into one buffer. Other concats (a dynamic shape, a part that is not contiguous, a fused concat)
-are left as they are.
+are left as they are. graph-fuse keeps a concat this pass will remove (`in_place`) in a kernel of
+its own, so that the concat meets its producers here.
 
 Correct because every buffer here is written once, by the call that produces it, before any read
 (graph-bufferize's form): writing it inside the output instead changes no value read, and the parts
@@ -42,13 +44,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, ShapedType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from minimlir.dialects import mem
+from minimlir.dialects import graph, mem
 from minimlir.dialects.loop import CONCAT_AXIS_ATTR
 from minimlir.passes._diagnostics import emit_remark
 from minimlir.passes.graph.bufferize import RESULT_SLOT_ATTR, is_graph_function, last_use_in_block
@@ -61,9 +63,12 @@ def concat_axis(module: ModuleOp, call: func.CallOp) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def part_offsets(ins: list[MemRefType], out: MemRefType, axis: int) -> list[int] | None:
-    """The element offset of each input's part in the output, when every part is one contiguous run
-    of the row-major output (static shapes, output dims before `axis` all 1), else None."""
+def part_offsets(ins: list[Attribute], out: Attribute, axis: int) -> list[int] | None:
+    """The element offset of each input's part in the output (memref or tensor types), when every
+    part is one contiguous run of the row-major output (static shapes, output dims before `axis` all
+    1), else None."""
+    if not isinstance(out, ShapedType) or not all(isinstance(t, ShapedType) for t in ins):
+        return None
     shape = out.get_shape()
     if any(d < 0 for d in shape) or not 0 <= axis < len(shape) or math.prod(shape[:axis]) != 1:
         return None
@@ -79,6 +84,13 @@ def part_offsets(ins: list[MemRefType], out: MemRefType, axis: int) -> list[int]
     return offsets if at == shape[axis] else None
 
 
+def in_place(op: Operation) -> bool:
+    """Whether `op` is a graph.concat this pass will remove (its parts are contiguous): graph-fuse
+    keeps such a concat in a kernel of its own, so that its producers can write into it."""
+    return (isinstance(op, graph.ConcatOp)
+            and part_offsets([v.type for v in op.inputs], op.result.type, op.axis.value.data) is not None)
+
+
 class _FunctionRewrite:
     def __init__(self, module: ModuleOp, f: func.FuncOp):
         self.module = module
@@ -86,8 +98,11 @@ class _FunctionRewrite:
         self.f = f
 
     def _fresh(self, v: SSAValue) -> mem.AllocOp | None:
-        """The alloc of `v` when the input may become a part: a static heap buffer of this block
-        that is not a function result (and so not yet a part of anything)."""
+        """The alloc of `v` (through `mem.view` reshapes: a 1x1 conv run as a matmul writes
+        [1, C, H*W]) when the input may become a part: a static heap buffer of this block that is
+        not a function result (and so not yet a part of anything)."""
+        while isinstance(v.owner, mem.ViewOp):
+            v = v.owner.source
         op = v.owner
         if (isinstance(op, mem.AllocOp) and op.parent is self.block and not op.dims
                 and RESULT_SLOT_ATTR not in op.attributes
@@ -120,11 +135,14 @@ class _FunctionRewrite:
 
     def _rewrite(self, call: func.CallOp, out_alloc: mem.AllocOp, offsets: list[int]) -> None:
         out = out_alloc.result
-        seen: set[SSAValue] = set()
+        seen: set[mem.AllocOp] = set()
         for k, off in enumerate(offsets):
             x = call.arguments[k]  # re-read: making an earlier input a part replaced its uses here
-            alloc = self._fresh(x) if x not in seen and x is not out else None
-            seen.add(x)
+            alloc = self._fresh(x)
+            if alloc in seen or alloc is out_alloc:
+                alloc = None
+            if alloc is not None:
+                seen.add(alloc)
             if alloc is None:  # copy it into its part, where the concat was
                 part = mem.SubrangeOp(out, self._const(off, call), x.type)
                 copy = mem.CopyOp(x, part.result)
@@ -136,10 +154,10 @@ class _FunctionRewrite:
             if self.block.get_operation_index(out_alloc) > self.block.get_operation_index(alloc):
                 out_alloc.detach()
                 Rewriter.insert_op(out_alloc, InsertPoint.before(alloc))
-            for use in list(x.uses):
+            for use in list(alloc.result.uses):
                 if isinstance(use.operation, mem.DeallocOp):
                     Rewriter.erase_op(use.operation)
-            part = mem.SubrangeOp(out, self._const(off, alloc), x.type)
+            part = mem.SubrangeOp(out, self._const(off, alloc), alloc.result.type)
             part.location = alloc.location
             Rewriter.replace_op(alloc, part)
         Rewriter.erase_op(call)
