@@ -102,3 +102,30 @@ def test_producers_write_into_the_concat_output(tmp_path):
     # d2 twice (already a part of dense2)
     assert main.count("mem.subrange") == 10
     assert main.count("mem.copy") == 4
+
+
+def test_matmul_convs_write_into_the_concat(tmp_path):
+    """A fire module at 16x16: its 1x1 convs run as matmuls on [1, C, H*W] (graph-pack-weights) and
+    the concat, kept apart by graph-fuse, takes their outputs through the reshape; the squeeze conv
+    after the concat reads it as a matmul too."""
+    rng = np.random.default_rng(2)
+    nodes, inits = [], []
+    for ns in (_conv(rng, "sq", "x", 8, 4), _conv(rng, "e1", "sq", 4, 16), _conv(rng, "e3", "sq", 4, 16, k=3, pads=1)):
+        nodes += ns[0]
+        inits += ns[1]
+    nodes.append(helper.make_node("Concat", ["e1", "e3"], ["fire"], axis=1))
+    ns = _conv(rng, "sq2", "fire", 32, 8)
+    m = _model(nodes + ns[0], inits + ns[1], [("x", [1, 8, 16, 16])], ["sq2"])
+    prog = api.compile(m, cache=False, dump_ir=tmp_path)
+    x = np.random.default_rng(3).standard_normal((1, 8, 16, 16)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(prog(x)[0], want[0], rtol=1e-5, atol=1e-5)
+    assert "concats in place: 1" in " ".join(prog.remarks)
+    (after,) = tmp_path.glob("*-mem-concat-in-place.mlir")
+    text = after.read_text()
+    main = text[text.index("func.func @main("):]
+    main = main[:main.index("\n  }\n")]
+    assert "call @fused_matmul" in main
+    assert main.count("mem.copy") == 1  # graph-bufferize's copy of the returned reshape, not a part
+    # the matmul's [1, 16, 256] buffer is the first part, seen as [1, 16, 16, 16] through a view
+    assert "mem.subrange" in main and "-> memref<1x16x256xf32>" in main
