@@ -86,3 +86,34 @@ def test_rows_stay_inside_the_panels_when_the_weights_leave_the_cache(monkeypatc
     assert _parallel_extent(_conv(64, hw=30)) == 30
     monkeypatch.setattr(C, "l2_bytes", lambda: 2 * 36864 - 4)  # one float short
     assert _parallel_extent(_conv(64, hw=30)) == 2  # the 2 panels
+
+
+def test_rows_run_in_parallel_when_the_panels_share_out_unevenly(monkeypatch):
+    """96 output channels are 3 panels of 32: on 2 cores one thread ran 2 of them (2 threads were
+    1.34x one on Inception-v2's 64 -> 96 3x3 conv at 28x28); the 12 rows split evenly."""
+    from minimlir.passes.loop.schedule.default import conv2d as C
+
+    monkeypatch.setattr(C, "cores", lambda: 2)
+    assert _parallel_extent(_conv(96)) == 12
+    assert _parallel_extent(_conv(96, hw=6)) == 3  # 6 rows: too few for 2 cores x 4
+    monkeypatch.setattr(C, "l2_bytes", lambda: 2 * 96 * 16 * 9 * 4 - 4)  # the weights leave half the L2
+    assert _parallel_extent(_conv(96)) == 3
+    monkeypatch.setattr(C, "l2_bytes", lambda: 1 << 21)
+    monkeypatch.setattr(C, "cores", lambda: 3)  # 3 panels on 3 cores: even
+    assert _parallel_extent(_conv(96)) == 3
+    if H.native_status()[0]:
+        from minimlir.backend import parallel
+        from minimlir.backend.runtime import compile_mlir_text
+
+        monkeypatch.setattr(C, "cores", lambda: 2)
+        rng = np.random.default_rng(2)
+        x, w = rng.standard_normal((1, 16, 12, 12)).astype(np.float32), rng.standard_normal((96, 16, 3, 3)).astype(np.float32)
+        ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
+        prog = compile_mlir_text(_conv(96), pipeline="compile", cache=False)
+        old = parallel.get_num_threads()
+        parallel.set_num_threads(2)
+        try:
+            for _ in range(5):
+                np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
+        finally:
+            parallel.set_num_threads(old)
