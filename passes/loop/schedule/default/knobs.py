@@ -87,8 +87,8 @@ def _check_matmul(a: Mapping[str, Any], f: Mapping[str, Any]) -> str | None:
     chunks = a.get("matmul.col_chunks", 1)
     if chunks > 1 and not (f.get("matmul.one_row_block") or whole):
         return f"col_chunks {chunks}: only for one row block and no batch loop"
-    if chunks > 1 and n is not None and (n % (nv * w) or (n // (nv * w)) % chunks):
-        return f"col_chunks {chunks} does not divide the {n} columns' panels of {nv * w}"
+    if chunks > 1 and n is not None and (n % (nv * w) or n // (nv * w) < chunks):
+        return f"col_chunks {chunks}: more chunks than the {n} columns' panels of {nv * w}, or a ragged panel"
     return None
 
 
