@@ -40,7 +40,7 @@ def _schedule_rest(kernel: func.FuncOp, cfg: ScheduleConfig, skip: set[str] = fr
                             min_vector_extent=choose("generic.min_vector_extent", g.min_vector_extent))
     width = choose("generic.width", cfg.width)
     if g.vectorize and choose("generic.vectorize_windows", g.vectorize_windows):
-        _windows_innermost(kernel, width, skip)
+        _windows_innermost(kernel, width, skip, g.min_vector_extent)
     tops = [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]
     for t_index, top in enumerate(tops):
         if any(b.block_name.data in skip for b in loop.blocks_of(top)):
@@ -72,13 +72,17 @@ MAX_WINDOW = 16
 """Reduce loops up to this static extent count as a window (a pool's kernel_shape)."""
 
 
-def _windows_innermost(kernel: func.FuncOp, width: int, skip: set[str]) -> None:
+def _windows_innermost(kernel: func.FuncOp, width: int, skip: set[str], min_extent: int = 4) -> None:
     """Window reductions (max/avg pools: out[c, oh, ow] = max over kh, kw of x[c, s*oh + kh, s*ow + kw])
     put their small reduce loops innermost, where nothing can be vectorized. Per top-level nest
     of one such block: its init is hoisted before the last spatial loop (decompose_reduction) and
     the reduce loops move outside that loop, which then runs innermost over contiguous outputs
     (stride-s input loads become vector loads plus a shuffle: loop-lower-vectors), so the generic
-    vectorizer below takes it. Rolled back unless that innermost loop is vectorizable."""
+    vectorizer below takes it. Rolled back unless that innermost loop is vectorizable; not done
+    where the output row is shorter than `min_extent` (the generic vectorizer's minimum): it would
+    stay scalar, reading and writing its output at every tap, while the window innermost keeps the
+    running max or sum in a register (Inception-v2's 3x3 max pools with 7-wide outputs: 0.20 ->
+    0.10 ms for 1024 channels)."""
     names = []
     for top in [op for op in kernel.body.block.ops if isinstance(op, loop.ForOp)]:
         blocks = loop.blocks_of(top)
@@ -95,7 +99,7 @@ def _windows_innermost(kernel: func.FuncOp, width: int, skip: set[str]) -> None:
             continue
         if any(const_index(l.ub) is None or const_index(l.ub) > MAX_WINDOW for l in loops[-n_red:]):
             continue
-        if (const_index(loops[-n_red - 1].ub) or 0) < 4:
+        if (const_index(loops[-n_red - 1].ub) or 0) < max(min_extent, 4):
             continue
 
         def go(s: Schedule, name=name, n_red=n_red) -> None:
