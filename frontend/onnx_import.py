@@ -275,6 +275,9 @@ class Importer:
     block: Block = field(default_factory=Block)
     values: dict[str, Value] = field(default_factory=dict)
     value_info: dict[str, tuple[int, list[int] | None, list[str] | None]] = field(default_factory=dict)
+    declared: set[str] | None = None
+    """The values whose shapes the model itself declares (its value_info, inputs, outputs): only
+    those must agree with our shapes. None: all of `value_info` (shapes given directly)."""
     params: dict[str, np.ndarray] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     loc: Attribute | None = None
@@ -616,6 +619,12 @@ def _known_constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     return known
 
 
+def _declared(model: onnx.ModelProto) -> set[str]:
+    """The values the model itself gives a shape (before ONNX shape inference adds its own)."""
+    return {vi.name for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input)
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+
+
 def _collect_value_info(model: onnx.ModelProto) -> dict:
     info = {}
     for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
@@ -678,12 +687,14 @@ def check_support(model: str | os.PathLike[str] | onnx.ModelProto) -> list[tuple
     `resolved_by_specializing`), and malformed models (the import raises OnnxImportError for those)."""
     proto, path = _load_model(model)
     info = _collect_value_info(_infer(proto))
+    declared = _declared(proto)
     proto, node_opsets, expanded = _expand_functions(proto)
     static = _static_problems(proto, info, node_opsets)
     reasons = [reason for _, _, reason in static]
     extra: list[tuple[str, int, str]] = []
     cx = Importer(proto, "check.onnx", path.parent if path is not None else None)
     cx.value_info = info
+    cx.declared = declared
     cx.node_opsets = node_opsets
     index = {_node_label(node, i): i for i, (node, _, _) in enumerate(static)}
     try:
@@ -722,6 +733,7 @@ def import_onnx(
     proto, path = _load_model(model)
     file_label = path.name if path is not None else (proto.graph.name or "<memory>") + ".onnx"
     inferred = _infer(proto)
+    declared = _declared(proto)
     proto, node_opsets, _ = _expand_functions(proto)
     cx = Importer(
         proto,
@@ -730,6 +742,7 @@ def import_onnx(
         embed_weights=embed_weights,
     )
     cx.value_info = _collect_value_info(inferred)
+    cx.declared = declared
     cx.node_opsets = node_opsets
     module = _build(cx)
     if params_path is not None:
@@ -953,9 +966,13 @@ def _hint(name: str) -> str | None:
 
 
 def _check_against_inference(cx: Importer, label: str, op_type: str, name: str, value: Value) -> None:
-    """A static dim we computed must agree with ONNX shape inference (else the model is inconsistent)."""
+    """A static dim we computed must agree with the shape the model declares (else the model is
+    inconsistent). Shapes only ONNX shape inference gave are not checked: it can be wrong where
+    onnxruntime and the op's definition agree with us (a ceil_mode pool whose last window would
+    start in the padding: ONNX infers one more output, onnxruntime drops that window and warns
+    that the inferred shape does not match), and a wrong dim propagates to everything after it."""
     info = cx.value_info.get(name)
-    if info is None or info[1] is None:
+    if info is None or info[1] is None or (cx.declared is not None and name not in cx.declared):
         return
     shape = value.shape
     if len(info[1]) != len(shape) or any(

@@ -473,6 +473,31 @@ def test_declared_shape_contradicting_initializer():
         import_onnx(m)
 
 
+def test_declared_output_shape_contradicting_the_op_is_an_error():
+    """A shape the model itself declares must agree with the op's (here a Relu of [3] declared [4])."""
+    m = model([h.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, [4])])
+    with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\): output 'y' has shape 3 but the model declares 4"):
+        import_onnx(m)
+
+
+def test_ceil_mode_pool_whose_last_window_starts_in_the_padding():
+    """MaxPool 2x2/2, pads 1, ceil_mode on 9 rows: the 6th window would start in the bottom padding,
+    so onnxruntime (and the op's definition) gives 5 rows. ONNX shape inference says 6 and the import
+    rejected the model ("has shape 1x2x5x6 but the model declares 1x2x6x6"); a shape only inference
+    gives is not a declaration."""
+    ort = pytest.importorskip("onnxruntime")
+    from minimlir.frontend import compile as compile_model
+
+    nodes = [h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+             h.make_node("Relu", ["y"], ["z"])]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 2, 9, 10])], [vi("z", T.FLOAT, None)])
+    x = np.random.default_rng(0).standard_normal((1, 2, 9, 10)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert want.shape == (1, 2, 5, 6)
+    (got,) = compile_model(m, cache=False)(x)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_undefined_input_names_the_node():
     m = model([h.make_node("Relu", ["nope"], ["y"], name="r")], [], [vi("y", T.FLOAT, None)])
     with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\): input 'nope' is not defined"):
