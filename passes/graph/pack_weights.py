@@ -10,12 +10,12 @@ graph-lift-params then runs once, at load time, instead of in every call:
     %y = graph.conv2d %x, %p pads [1, 1, 1, 1] weight_tile 32 : (…, tensor<2x32x3x3x32xf32>) -> …
 
 First a per-channel Mul and Add after a conv (a batch norm left as such) fold into its weight
-and bias (`_fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 4 vectors of
-pixels: at 7x7 the conv stays faster) become matmuls over the pixels (onnxruntime runs them as a
-GEMM too):
+and bias (`_fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 12 vectors of
+pixels, MATMUL_MIN_PIXEL_VECTORS: at 13x13 the conv stays faster) become matmuls over the pixels
+(onnxruntime runs them as a GEMM too):
 
   * group 1, [O, C] x [N, C, H*W], when C fits the matmul's reduction tile (one pass: the
-    epilogue runs on the accumulator registers) and the result feeds no concat: the conv rule
+    epilogue runs on the accumulator registers) and the result feeds no concat that copies: the conv rule
     keeps its accumulator tile across output channels, so its stores to NCHW scatter (ResNet-50's
     64 -> 256 1x1 convs at 56x56 ran at 42 GFLOP/s, 2.8x onnxruntime's time; as a matmul, 1.2x).
     The conv's chain of elementwise consumers (bias, residual add, ReLU) moves before the final
@@ -114,6 +114,12 @@ def _fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
     return op
 
 
+MATMUL_MIN_PIXEL_VECTORS = 12
+"""A 1x1 conv runs as a matmul from this many vectors of pixels (192 at 16 lanes): on fewer the conv
+rule's tile is faster (one thread, 13x13 = 169 pixels: SqueezeNet's 64 -> 256 1x1 conv 0.052 ->
+0.045 ms, 256 -> 1000 0.81 -> 0.60 ms; at 14x14 both take the same time, at 28x28 the matmul wins)."""
+
+
 def _copying_concat(op) -> bool:
     return isinstance(op, graph.ConcatOp) and not concat_in_place(op)
 
@@ -131,7 +137,7 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
             or list(op.dilations.get_values()) != [1, 1] or o % group):
         return False
     og, hw = o // group, xs[2] * xs[3]
-    if hw < 4 * cfg.width:
+    if hw < MATMUL_MIN_PIXEL_VECTORS * cfg.width:
         return False
     chain = _epilogue_chain(op.result)
     end = chain[-1].results[0] if chain else op.result

@@ -90,7 +90,32 @@ def _conv_model(path, convs, seed=0):
 CONVS = [(32, 3, 3, 1, 1), (64, 32, 1, 1, 1), (64, 1, 3, 64, 1), (32, 16, 3, 4, 2), (48, 32, 3, 1, 1)]
 
 
-def test_param_convs_are_packed_once_and_match_onnxruntime(tmp_path):
+def small_maps_as_matmuls(monkeypatch):
+    """These tests' maps are small (fast to run): let their 1x1 convs take the matmul path from 4
+    vectors of pixels, as they would on a 14x14 map or larger."""
+    from minimlir.passes.graph import pack_weights as PW
+
+    monkeypatch.setattr(PW, "MATMUL_MIN_PIXEL_VECTORS", 4)
+
+
+def test_pointwise_convs_on_small_maps_stay_convs():
+    """At 16 lanes a 1x1 conv runs as a matmul from 192 pixels (14x14: 196): on 13x13 the conv
+    rule's tile is faster (SqueezeNet's 256 -> 1000 1x1 conv: 0.81 ms as a matmul, 0.60 as a conv)."""
+
+    def ops(hw):
+        x, w, y = f"tensor<1x64x{hw}x{hw}xf32>", "tensor<256x64x1x1xf32>", f"tensor<1x256x{hw}x{hw}xf32>"
+        text = (f"func.func @main(%x: {x}) -> {y} {{\n  %w = graph.param \"w\" : {w}\n"
+                f"  %y = graph.conv2d %x, %w : ({x}, {w}) -> {y}\n  func.return %y : {y}\n}}\n")
+        m = parse(text)
+        driver.lower(m, "graph-pack-weights{width=16}")
+        return [o.name for o in m.walk()]
+
+    assert "graph.matmul" in ops(14) and "graph.conv2d" not in ops(14)
+    assert "graph.conv2d" in ops(13) and "graph.matmul" not in ops(13)
+
+
+def test_param_convs_are_packed_once_and_match_onnxruntime(tmp_path, monkeypatch):
+    small_maps_as_matmuls(monkeypatch)
     path = _conv_model(tmp_path / "convs.onnx", CONVS)
     sess = ort.InferenceSession(str(path))
     m = compile(path, cache=False)
@@ -206,12 +231,13 @@ def test_per_channel_scale_and_shift_fold_into_the_conv(tmp_path):
     np.testing.assert_allclose(m(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-4, atol=1e-3)
 
 
-def test_pointwise_convs_become_matmuls_with_their_epilogue(tmp_path):
+def test_pointwise_convs_become_matmuls_with_their_epilogue(tmp_path, monkeypatch):
     """ResNet's bottleneck: 1x1 convs (group 1, stride 1) run as matmuls over the pixels, the
     residual add and ReLU applied to the (N, O, H*W) matmul result (fused into its kernel, not
     behind a reshape); a projection shortcut's two matmuls are two kernels, the add in one of
     them. A 1x1 conv reading a concat, one feeding a concat and a strided one stay convs. Same
     result as onnxruntime at two batch sizes from one compile."""
+    small_maps_as_matmuls(monkeypatch)
     rng = np.random.default_rng(7)
     inits = []
 
@@ -314,10 +340,11 @@ def test_ragged_output_channels_compute_padded_and_slice(tmp_path):
         np.testing.assert_allclose(m(x)[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
 
 
-def test_strided_pointwise_conv_reads_a_subsampled_input(tmp_path):
+def test_strided_pointwise_conv_reads_a_subsampled_input(tmp_path, monkeypatch):
     """ResNet's projection shortcut (1x1, stride 2, no padding) is a strided slice of its input and
     a stride-1 1x1 conv (then a matmul where that pays): same result as onnxruntime at two batch
     sizes and an odd input size; a padded strided 1x1 conv and a 3x3 stride-2 one stay as they are."""
+    small_maps_as_matmuls(monkeypatch)
     w, inits = _initializers(12)
     nodes = [
         helper.make_node("Conv", ["x", w("wa", 32, 16, 1, 1), w("ba", 32)], ["a"], strides=[2, 2]),
