@@ -241,6 +241,18 @@ class StoreOp(IRDLOperation):
         _check_access(_memref(self.memref), self.indices, self.value.type, "stored")
 
 
+def _check_alias(op: IRDLOperation, what: str) -> tuple[MemRefType, MemRefType]:
+    """A zero-copy alias (view, subrange): identity layouts and the source's element type."""
+    src, res = _memref(op.source), _memref(op.result)
+    _check_identity(src, "source memref")
+    _check_identity(res, "result memref")
+    if src.get_element_type() != res.get_element_type():
+        raise VerifyException(
+            f"{what} must keep the element type: {src.get_element_type()} vs {res.get_element_type()}"
+        )
+    return src, res
+
+
 @irdl_op_definition
 class ViewOp(IRDLOperation):
     """Zero-copy reshape: the same contiguous elements seen with another shape."""
@@ -265,14 +277,7 @@ class ViewOp(IRDLOperation):
         super().__init__(operands=[source, list(dims)], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, res = _memref(self.source), _memref(self.result)
-        _check_identity(src, "source memref")
-        _check_identity(res, "result memref")
-        if src.get_element_type() != res.get_element_type():
-            raise VerifyException(
-                f"view must keep the element type: {src.get_element_type()} vs "
-                f"{res.get_element_type()}"
-            )
+        src, res = _check_alias(self, "view")
         _check_dims(res, self.dims)
         n_src, n_res = num_elements(src), num_elements(res)
         if n_src is not None and n_res is not None and n_src != n_res:
@@ -305,14 +310,7 @@ class SubrangeOp(IRDLOperation):
         super().__init__(operands=[source, offset], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, res = _memref(self.source), _memref(self.result)
-        _check_identity(src, "source memref")
-        _check_identity(res, "result memref")
-        if src.get_element_type() != res.get_element_type():
-            raise VerifyException(
-                f"subrange must keep the element type: {src.get_element_type()} vs "
-                f"{res.get_element_type()}"
-            )
+        src, res = _check_alias(self, "subrange")
         n_src, n_res = num_elements(src), num_elements(res)
         if n_src is None or n_res is None:
             raise VerifyException(f"subrange needs static shapes, got {src} -> {res}")

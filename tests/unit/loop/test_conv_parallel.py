@@ -33,6 +33,26 @@ def _parallel_extent(text: str) -> int:
     return _parallel_loop(text).ub.owner.value.value.data
 
 
+def _check_at_two_threads(o: int, hw: int, seed: int) -> None:
+    """Native, 2 threads, repeated: the conv (+ ReLU) against the reference."""
+    if not H.native_status()[0]:
+        return
+    from minimlir.backend import parallel
+    from minimlir.backend.runtime import compile_mlir_text
+
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal((1, 16, hw, hw)).astype(np.float32), rng.standard_normal((o, 16, 3, 3)).astype(np.float32)
+    ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
+    prog = compile_mlir_text(_conv(o, hw=hw), pipeline="compile", cache=False)
+    old = parallel.get_num_threads()
+    parallel.set_num_threads(2)
+    try:
+        for _ in range(5):
+            np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
+    finally:
+        parallel.set_num_threads(old)
+
+
 def test_one_channel_panel_runs_the_rows_in_parallel():
     assert _parallel_extent(_conv(32)) == 12  # one 32-channel panel: the 12 output rows
     assert _parallel_extent(_conv(64)) == 2  # two panels: over the panels
@@ -58,21 +78,7 @@ def test_rows_run_in_parallel_when_the_input_outweighs_the_weights(monkeypatch):
     assert [f.ub.owner.value.value.data for f in inner[:1]] == [2]
     assert _parallel_extent(_conv(128, hw=30)) == 4  # weights the larger (74 KB): the 4 panels
     assert _parallel_extent(_conv(64, hw=6)) == 2  # 6 rows: too few for 2 cores x 4
-    if H.native_status()[0]:
-        from minimlir.backend import parallel
-        from minimlir.backend.runtime import compile_mlir_text
-
-        rng = np.random.default_rng(1)
-        x, w = rng.standard_normal((1, 16, 30, 30)).astype(np.float32), rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
-        ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
-        prog = compile_mlir_text(_conv(64, hw=30), pipeline="compile", cache=False)
-        old = parallel.get_num_threads()
-        parallel.set_num_threads(2)
-        try:
-            for _ in range(5):
-                np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
-        finally:
-            parallel.set_num_threads(old)
+    _check_at_two_threads(64, 30, seed=1)
 
 
 def test_rows_stay_inside_the_panels_when_the_weights_leave_the_cache(monkeypatch):
@@ -101,19 +107,5 @@ def test_rows_run_in_parallel_when_the_panels_share_out_unevenly(monkeypatch):
     monkeypatch.setattr(C, "l2_bytes", lambda: 1 << 21)
     monkeypatch.setattr(C, "cores", lambda: 3)  # 3 panels on 3 cores: even
     assert _parallel_extent(_conv(96)) == 3
-    if H.native_status()[0]:
-        from minimlir.backend import parallel
-        from minimlir.backend.runtime import compile_mlir_text
-
-        monkeypatch.setattr(C, "cores", lambda: 2)
-        rng = np.random.default_rng(2)
-        x, w = rng.standard_normal((1, 16, 12, 12)).astype(np.float32), rng.standard_normal((96, 16, 3, 3)).astype(np.float32)
-        ref = np.maximum(conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
-        prog = compile_mlir_text(_conv(96), pipeline="compile", cache=False)
-        old = parallel.get_num_threads()
-        parallel.set_num_threads(2)
-        try:
-            for _ in range(5):
-                np.testing.assert_allclose(prog.main(x, w), ref, rtol=1e-4, atol=1e-4)
-        finally:
-            parallel.set_num_threads(old)
+    monkeypatch.setattr(C, "cores", lambda: 2)
+    _check_at_two_threads(96, 12, seed=2)

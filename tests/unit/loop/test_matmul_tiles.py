@@ -284,6 +284,27 @@ def _parallel_loops(kernel) -> list:
     return [f for f in kernel.walk() if isinstance(f, loop.ForOp) and f.kind.data == "parallel"]
 
 
+def _fc(k: int, n: int, relu: bool = False) -> str:
+    """[1, k] x [k, n] + bias (and ReLU): an FC layer at batch 1."""
+    last = "%r" if relu else "%z"
+    return (f"func.func @main(%a: tensor<1x{k}xf32>, %b: tensor<{k}x{n}xf32>, %c: tensor<{n}xf32>)"
+            f" -> tensor<1x{n}xf32> {{\n"
+            f"  %y = graph.matmul %a, %b : (tensor<1x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<1x{n}xf32>\n"
+            f"  %z = graph.add %y, %c : (tensor<1x{n}xf32>, tensor<{n}xf32>) -> tensor<1x{n}xf32>\n"
+            + (f"  %r = graph.relu %z : tensor<1x{n}xf32>\n" if relu else "")
+            + f"  func.return {last} : tensor<1x{n}xf32>\n}}")
+
+
+def _outermost_parallel_extent(text: str) -> int:
+    """The extent of the kernel's one parallel loop, which must be outermost."""
+    m = _schedule_kernels.fused(text)
+    D.schedule_module(m, D.ScheduleConfig(width=16))
+    (kernel,) = [k for k in m.ops if "loop.kernel" in k.attributes]
+    par = _parallel_loops(kernel)
+    assert len(par) == 1 and par[0].parent_op() is kernel
+    return par[0].ub.owner.value.value.data
+
+
 def test_one_row_block_runs_the_batch_loop_in_parallel():
     """[4, 34, 34] x [1, 4, 34, 784] (ShuffleNet's grouped 1x1 conv as a matmul): 34 rows are one
     row block, so the parallel loop is the batch of 4 (it was the one-iteration row-block loop:
@@ -320,18 +341,8 @@ def test_matrix_vector_splits_its_columns_into_parallel_chunks(monkeypatch):
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "cores", lambda: 4)
-    text = ("func.func @main(%a: tensor<1x256xf32>, %b: tensor<256x1024xf32>, %c: tensor<1024xf32>)"
-            " -> tensor<1x1024xf32> {\n"
-            "  %y = graph.matmul %a, %b : (tensor<1x256xf32>, tensor<256x1024xf32>) -> tensor<1x1024xf32>\n"
-            "  %z = graph.add %y, %c : (tensor<1x1024xf32>, tensor<1024xf32>) -> tensor<1x1024xf32>\n"
-            "  %r = graph.relu %z : tensor<1x1024xf32>\n"
-            "  func.return %r : tensor<1x1024xf32>\n}")
-    m = _schedule_kernels.fused(text)
-    D.schedule_module(m, D.ScheduleConfig(width=16))
-    (kernel,) = [k for k in m.ops if "loop.kernel" in k.attributes]
-    par = _parallel_loops(kernel)
-    assert len(par) == 1 and par[0].ub.owner.value.value.data == 4
-    assert par[0].parent_op() is kernel  # outermost: the init, the tile and the epilogue inside
+    text = _fc(256, 1024, relu=True)
+    assert _outermost_parallel_extent(text) == 4  # outermost: the init, the tile and the epilogue inside
     if native_ok:
         from minimlir.backend import parallel
 
@@ -351,17 +362,8 @@ def test_an_odd_number_of_column_panels_still_splits_into_one_chunk_per_core(mon
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "cores", lambda: 2)
-    text = ("func.func @main(%a: tensor<1x512xf32>, %b: tensor<512x1000xf32>, %c: tensor<1000xf32>)"
-            " -> tensor<1x1000xf32> {\n"
-            "  %y = graph.matmul %a, %b : (tensor<1x512xf32>, tensor<512x1000xf32>) -> tensor<1x1000xf32>\n"
-            "  %z = graph.add %y, %c : (tensor<1x1000xf32>, tensor<1000xf32>) -> tensor<1x1000xf32>\n"
-            "  func.return %z : tensor<1x1000xf32>\n}")
-    m = _schedule_kernels.fused(text)
-    D.schedule_module(m, D.ScheduleConfig(width=16))
-    (kernel,) = [k for k in m.ops if "loop.kernel" in k.attributes]
-    par = _parallel_loops(kernel)
-    assert len(par) == 1 and par[0].ub.owner.value.value.data == 2
-    assert par[0].parent_op() is kernel
+    text = _fc(512, 1000)
+    assert _outermost_parallel_extent(text) == 2
     assert MM._col_chunks(25, 2) == 2 and MM._col_chunks(24, 2) == 2 and MM._col_chunks(5, 2) == 1  # 3+2: 20% off
     if native_ok:
         from minimlir.backend import parallel
