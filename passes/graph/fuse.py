@@ -84,6 +84,13 @@ def is_primitive(op: Operation) -> bool:
     return isinstance(op, func.FuncOp) and PRIMITIVE_ATTR in op.attributes
 
 
+def _opaque(dom: _Node) -> str:
+    """Why nothing fuses into `dom`, an opaque node."""
+    if concat_in_place(dom.op):
+        return f"'{dom.op.name}' stays apart: its parts are contiguous, its producers write into it"
+    return f"'{dom.op.name}' is opaque"
+
+
 def _short(op: Operation) -> str:
     return op.name.split(".", 1)[-1]
 
@@ -261,7 +268,7 @@ class _Fuser:
             if phase != 0:
                 return
             if sink.pattern == OPAQUE:
-                n.why = f"'{dom_name}' is opaque"
+                n.why = _opaque(dom)
                 return
             if edge != ELEMWISE:
                 if dom.pattern == COMM_REDUCE:
@@ -285,7 +292,7 @@ class _Fuser:
         elif g.pattern <= BROADCAST:
             if edge > INJECTIVE and edge != COMM_REDUCE:
                 if dom.pattern == OPAQUE:
-                    n.why = f"'{dom_name}' is opaque"
+                    n.why = _opaque(dom)
                 else:
                     n.why = f"'{dom_name}' cannot absorb a producer ({dom.pattern.label})"
                 return
@@ -294,7 +301,7 @@ class _Fuser:
                 n.why = f"'{bad[0].op.name}' on the path is {bad[0].group.root().pattern.label}"
                 return
             if sink.pattern == OPAQUE:
-                n.why = f"'{dom_name}' is opaque"
+                n.why = _opaque(dom)
                 return
         elif g.pattern == INJECTIVE:
             if phase != 1:

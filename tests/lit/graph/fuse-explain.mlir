@@ -72,3 +72,32 @@ func.func @reduce_then_elementwise(%x: tensor<4x5xf32>) -> tensor<4x1xf32> {
   %e = graph.exp %m : tensor<4x1xf32>
   func.return %e : tensor<4x1xf32>
 }
+
+// -----
+
+// A channel concat at batch 1 (its parts are contiguous runs of the output) stays in no group: its
+// producers write into it (mem-concat-in-place). At batch 2 it fuses with its producer and consumer.
+// CHECK-LABEL: func.func @concat_in_place
+// CHECK-NEXT:    graph.relu
+// CHECK-NEXT:    graph.concat
+// CHECK-NEXT:    graph.neg
+func.func @concat_in_place(%x: tensor<1x2x4xf32>, %y: tensor<1x3x4xf32>) -> tensor<1x5x4xf32> {
+  // expected-remark @below {{not fused into 'graph.concat': 'graph.concat' stays apart: its parts are contiguous, its producers write into it}}
+  %a = graph.relu %x : tensor<1x2x4xf32>
+  // expected-remark @below {{not fused into 'graph.neg': a concat whose parts are contiguous: its producers write into it (mem-concat-in-place)}}
+  %c = graph.concat %a, %y axis 1 : (tensor<1x2x4xf32>, tensor<1x3x4xf32>) -> tensor<1x5x4xf32>
+  %r = graph.neg %c : tensor<1x5x4xf32>
+  func.return %r : tensor<1x5x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @fused_relu_concat_neg
+// CHECK-LABEL: func.func @concat_copies
+// CHECK-NEXT:    func.call @fused_relu_concat_neg
+func.func @concat_copies(%x: tensor<2x2x4xf32>, %y: tensor<2x3x4xf32>) -> tensor<2x5x4xf32> {
+  %a = graph.relu %x : tensor<2x2x4xf32>
+  %c = graph.concat %a, %y axis 1 : (tensor<2x2x4xf32>, tensor<2x3x4xf32>) -> tensor<2x5x4xf32>
+  %r = graph.neg %c : tensor<2x5x4xf32>
+  func.return %r : tensor<2x5x4xf32>
+}
