@@ -621,8 +621,7 @@ def _known_constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 def _declared(model: onnx.ModelProto) -> set[str]:
     """The values the model itself gives a shape (before ONNX shape inference adds its own)."""
-    return {vi.name for vi in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input)
-            if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+    return {name for name, t in _collect_value_info(model).items() if t[1] is not None}
 
 
 def _collect_value_info(model: onnx.ModelProto) -> dict:

@@ -159,14 +159,13 @@ class _Fuser:
             if isinstance(op, func.ReturnOp):
                 continue
             n = _Node(op, i)
-            if n.pattern != OPAQUE and not self._dims_recomputable(op):
-                n.pattern = OPAQUE
-                n.group.pattern = OPAQUE
-                n.why = "its index operands cannot be recomputed from tensor dims"
-            elif n.pattern != OPAQUE and concat_in_place(op):
-                n.pattern = OPAQUE
-                n.group.pattern = OPAQUE
-                n.why = "a concat whose parts are contiguous: its producers write into it (mem-concat-in-place)"
+            if n.pattern != OPAQUE:
+                if not self._dims_recomputable(op):
+                    n.why = "its index operands cannot be recomputed from tensor dims"
+                elif concat_in_place(op):
+                    n.why = "a concat whose parts are contiguous: its producers write into it (mem-concat-in-place)"
+                if n.why is not None:
+                    n.pattern = n.group.pattern = OPAQUE
             self.nodes.append(n)
             self.node_of[op] = n
         for n in self.nodes:

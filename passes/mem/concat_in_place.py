@@ -91,11 +91,16 @@ def in_place(op: Operation) -> bool:
             and part_offsets([v.type for v in op.inputs], op.result.type, op.axis.value.data) is not None)
 
 
+def _drop_deallocs(buffer: SSAValue) -> None:
+    for use in list(buffer.uses):
+        if isinstance(use.operation, mem.DeallocOp):
+            Rewriter.erase_op(use.operation)
+
+
 class _FunctionRewrite:
     def __init__(self, module: ModuleOp, f: func.FuncOp):
         self.module = module
         self.block: Block = f.body.block
-        self.f = f
 
     def _fresh(self, v: SSAValue) -> mem.AllocOp | None:
         """The alloc of `v` (through `mem.view` reshapes: a 1x1 conv run as a matmul writes
@@ -135,14 +140,11 @@ class _FunctionRewrite:
 
     def _rewrite(self, call: func.CallOp, out_alloc: mem.AllocOp, offsets: list[int]) -> None:
         out = out_alloc.result
-        seen: set[mem.AllocOp] = set()
         for k, off in enumerate(offsets):
-            x = call.arguments[k]  # re-read: making an earlier input a part replaced its uses here
+            # re-read: making an earlier input a part replaced its uses here, so a value met twice
+            # is a subrange the second time, not a fresh buffer, and is copied
+            x = call.arguments[k]
             alloc = self._fresh(x)
-            if alloc in seen or alloc is out_alloc:
-                alloc = None
-            if alloc is not None:
-                seen.add(alloc)
             if alloc is None:  # copy it into its part, where the concat was
                 part = mem.SubrangeOp(out, self._const(off, call), x.type)
                 copy = mem.CopyOp(x, part.result)
@@ -154,17 +156,13 @@ class _FunctionRewrite:
             if self.block.get_operation_index(out_alloc) > self.block.get_operation_index(alloc):
                 out_alloc.detach()
                 Rewriter.insert_op(out_alloc, InsertPoint.before(alloc))
-            for use in list(alloc.result.uses):
-                if isinstance(use.operation, mem.DeallocOp):
-                    Rewriter.erase_op(use.operation)
+            _drop_deallocs(alloc.result)
             part = mem.SubrangeOp(out, self._const(off, alloc), alloc.result.type)
             part.location = alloc.location
             Rewriter.replace_op(alloc, part)
         Rewriter.erase_op(call)
         # the output lives until the last use of it or of any part (a part may be read later)
-        for use in list(out.uses):
-            if isinstance(use.operation, mem.DeallocOp):
-                Rewriter.erase_op(use.operation)
+        _drop_deallocs(out)
         if any(isinstance(u.operation, func.ReturnOp) for u in out.uses) or RESULT_SLOT_ATTR in out_alloc.attributes:
             return
         last = last_use_in_block(out, self.block)
