@@ -28,9 +28,9 @@ PIPELINES: dict[str, NamedPipeline] = {
         "Lower loop/mem/arith/math/cf/func to the llvm dialect (input already bufferized and planned).",
     ),
     "mem-to-llvm": NamedPipeline(
-        "mem-concat-in-place,mem-plan,convert-to-llvm",
-        "Everything after graph-bufferize: concats in place, plan buffers into an arena, then lower to the llvm "
-        "dialect.",
+        "mem-concat-in-place,mem-reuse-inputs,mem-plan,convert-to-llvm",
+        "Everything after graph-bufferize: concats in place, outputs in the buffers of dying inputs, plan buffers "
+        "into an arena, then lower to the llvm dialect.",
     ),
     "graph-to-llvm": NamedPipeline(
         "graph-infer-dims,graph-legalize,graph-simplify-dims,graph-bufferize,mem-to-llvm",
@@ -38,13 +38,13 @@ PIPELINES: dict[str, NamedPipeline] = {
     ),
     "compile-whole-module": NamedPipeline(
         "graph-strength-reduce,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
-        "loop-fuse,graph-simplify-dims",
+        "loop-fuse,graph-simplify-dims,loop-mark-inplace",
         "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
         "symbolic dims, weights packed in the kernels' layouts once at load time, fusion, legalization, kernel "
         "fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(
-        "loop-schedule,graph-bufferize,mem-concat-in-place,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"
+        "loop-schedule,graph-bufferize,mem-concat-in-place,mem-reuse-inputs,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"
         "convert-to-llvm,"
         "convert-parallel-to-llvm",
         "The part of `compile` after compile-whole-module: passes that each rewrite one function at a time "

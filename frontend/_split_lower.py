@@ -45,6 +45,7 @@ from minimlir.compiler.pipelines import PIPELINES, expand
 from minimlir.backend import jit
 from minimlir.backend.parallel import cpu_count
 from minimlir.dialects.loop import CONCAT_AXIS_ATTR
+from minimlir.passes.loop.inplace import INPLACE_ATTR
 
 
 PREFIX = "compile-whole-module"
@@ -121,8 +122,9 @@ def build_chunk(module: ModuleOp, kernels: list[str] | None) -> ModuleOp:
             if isinstance(op, func.FuncOp) and op.body.blocks and KERNEL_ATTR in op.attributes:
                 t = op.function_type
                 decl = func.FuncOp.external(op.sym_name.data, list(t.inputs.data), list(t.outputs.data))
-                if CONCAT_AXIS_ATTR in op.attributes:  # what mem-concat-in-place reads of a callee
-                    decl.attributes[CONCAT_AXIS_ATTR] = op.attributes[CONCAT_AXIS_ATTR]
+                for attr in (CONCAT_AXIS_ATTR, INPLACE_ATTR):  # what mem-concat-in-place, mem-reuse-inputs read
+                    if attr in op.attributes:
+                        decl.attributes[attr] = op.attributes[attr]
                 ops.append(decl)
             else:
                 ops.append(op.clone())

@@ -56,6 +56,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import loop, mem
+from minimlir.passes.loop.inplace import aliased_args
 
 PARALLEL_BODY_ATTR = "loop.parallel_body"
 PARALLEL_BODIES_ATTR = "loop.parallel_bodies"
@@ -133,9 +134,12 @@ def outline(for_op: loop.ForOp, name: str) -> func.FuncOp:
     memrefs = [v for v in args if isinstance(v.type, MemRefType)]
     roots = [_root(v) for v in memrefs]
     noalias = loop.is_kernel(parent_func) and len(set(roots)) == len(roots)
+    # arguments of a pair that may share a buffer (loop-mark-inplace) are not noalias
+    shared = {parent_func.body.block.args[k] for k in aliased_args(parent_func)}
     attrs = [DictionaryAttr({}) for _ in range(3)]
     for v in args:
-        d = {"llvm.noalias": UnitAttr()} if noalias and isinstance(v.type, MemRefType) else {}
+        d = ({"llvm.noalias": UnitAttr()}
+             if noalias and isinstance(v.type, MemRefType) and _root(v) not in shared else {})
         attrs.append(DictionaryAttr(d))
     if any(d.data for d in attrs):
         fn.arg_attrs = ArrayAttr(attrs)

@@ -95,6 +95,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from minimlir.dialects import mem
 from minimlir.dialects.builder import Builder, ConstPool, LLVMBuilder
 from minimlir.dialects.loop import is_kernel
+from minimlir.passes.loop.inplace import aliased_args
 from minimlir.dialects import llvm_ext as ext
 from minimlir.passes.to_llvm import _checks
 from minimlir.passes._diagnostics import emit_error
@@ -608,11 +609,12 @@ class MemLowering:
         old_attrs = f.arg_attrs.data if f.arg_attrs is not None else [None] * len(ftype.inputs)
         inputs: list[Attribute] = []
         attrs: list[DictionaryAttr] = []
-        for t, d in zip(ftype.inputs.data, old_attrs):
+        shared = aliased_args(f)  # an output that may take an input's buffer (loop-mark-inplace)
+        for pos, (t, d) in enumerate(zip(ftype.inputs.data, old_attrs)):
             keep = {k: v for k, v in (d.data.items() if d is not None else ()) if k.startswith("llvm.")}
             if isinstance(t, MemRefType):
                 parts = expand_memref(t)
-                if is_kernel(f):
+                if is_kernel(f) and pos not in shared:
                     keep["llvm.noalias"] = UnitAttr()
                 inputs.extend(parts)
                 attrs.append(DictionaryAttr(keep))

@@ -31,6 +31,7 @@ from minimlir.passes.loop.schedule.default import (
 )
 from minimlir.passes._diagnostics import emit_error
 from minimlir.dialects import loop
+from minimlir.passes.loop.inplace import INPLACE_ATTR, keep_inplace_promise
 from minimlir.passes.loop.schedule.default.merge_parallel import merge_parallel_loops
 
 
@@ -96,6 +97,13 @@ class LoopSchedulePass(ModulePass):
             # after lowering (unit loops gone): adjacent parallel loops share one fork-join
             for k in [o for o in op.walk() if loop.is_kernel(o)]:
                 merge_parallel_loops(k)
+                # an output marked to take an input's buffer (loop-mark-inplace) still may
+                keep_inplace_promise(k)
+        else:
+            # not lowered: the promise cannot be checked, so it is withdrawn (a graph-level pass
+            # later in this pipeline will not alias the pair)
+            for k in [o for o in op.walk() if loop.is_kernel(o)]:
+                k.attributes.pop(INPLACE_ATTR, None)
 
 
 def lower_scheduled(module: ModuleOp, width: int) -> None:

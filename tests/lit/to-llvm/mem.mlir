@@ -101,6 +101,14 @@ func.func @alloca_fill(%n: index) {
 func.func @main(%x: memref<?x3xf32>) -> memref<?x3xf32> {
   func.return %x : memref<?x3xf32>
 }
+// A kernel whose output may take an input's buffer (loop.inplace, mem-reuse-inputs): that pair's
+// pointers are not noalias, the other arguments' still are.
+// CHECK-LABEL: func.func @inplace_pair
+// CHECK-SAME:    (%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+func.func @inplace_pair(%w: memref<4xf32>, %r: memref<4xf32>, %y: memref<4xf32>) attributes {loop.kernel, loop.inplace = [[1 : i64, 2 : i64]]} {
+  func.return
+}
+
 
 // Entry error paths free the buffers live at that point: the arena is null-checked (status 2),
 // and the out= dims mismatch (status 1) and the result's own null check (status 2) free it.
@@ -139,3 +147,4 @@ func.func @entry_errors_free_the_arena(%x: memref<?xf32>) -> memref<?xf32> {
   mem.dealloc %a : memref<?xi8>
   func.return %r : memref<?xf32>
 }
+
