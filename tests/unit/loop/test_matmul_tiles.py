@@ -220,11 +220,13 @@ def _tile_loops(mod, name):
 def test_ragged_columns_split_into_exact_panels_and_a_guarded_one():
     """N = 197 (ViT's attention columns) with 2 x 16-lane panels: the 6 full panels run the
     register tile with constant extents (it stayed in memory, 8 GFLOP/s), a copy of the panel
-    loop (`*_cols` blocks) runs the last 5 columns with the guards."""
+    loop (`*_cols` blocks) runs the last 5 columns: the accumulator copies with the guards, the
+    tile (which reads B's packed panel) on one whole vector (a scalar FMA per column, the
+    accumulator in memory, made ResNet-50's 196-column 1x1 convs pay 4 columns like 6 panels)."""
     from minimlir.dialects import loop
     from minimlir.passes.loop.schedule.api import const_index
 
-    mod = H.legalize(many_matmuls([(50, 64, 197)]))
+    mod = H.legalize(many_matmuls([(200, 64, 197)]))  # 2 parallel row blocks
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     names = {b.block_name.data for b in loop.blocks_of(mod)}
     assert {"matmul_cols", "matmul_acc_in_cols", "matmul_acc_out_cols"} <= names
@@ -233,7 +235,14 @@ def test_ragged_columns_split_into_exact_panels_and_a_guarded_one():
         assert (const_index(j1.ub), const_index(j2.ub)) == (2, 16), name
         assert j1.kind.data == "unroll" and j2.kind.data == "vectorize"
     j1, j2 = _tile_loops(mod, "matmul_cols")[-2:]
-    assert const_index(j2.ub) is None  # the guarded last panel
+    assert (const_index(j1.ub), const_index(j2.ub)) == (1, 16)
+    for name in ("matmul_acc_in_cols", "matmul_acc_out_cols"):
+        assert const_index(_tile_loops(mod, name)[-1].ub) is None, name  # guarded: they touch C
+    # M = 50: one row block, the panel loop is the parallel one; its last panel runs inline, where
+    # B's packed panel holds no earlier panel's values: that tile keeps the guards
+    one = H.legalize(many_matmuls([(50, 64, 197)]))
+    D.schedule_module(one, D.ScheduleConfig(width=16))
+    assert const_index(_tile_loops(one, "matmul_cols")[-1].ub) is None
     from xdsl.dialects.builtin import StringAttr
 
     from minimlir.passes.loop.schedule.default.knobs import KNOBS_ATTR
