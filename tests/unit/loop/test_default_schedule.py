@@ -708,7 +708,7 @@ def test_projection_shortcut_both_convs_take_the_vector_path():
     for conv in ("conv2d", "conv2d_1"):
         assert {conv, f"{conv}_wpack", f"{conv}_acc_in", f"{conv}_acc_out"} <= names
     text_ir = str(m)
-    assert "memref<7x32xf32>" in text_ir  # a register tile per conv
+    assert "memref<14x32xf32>" in text_ir  # a register tile per conv (1x1: 14 columns x 2 vectors)
     assert "memref<2x16x1x1x32xf32>" in text_ir and "memref<2x8x1x1x32xf32>" in text_ir
     m.verify()
 

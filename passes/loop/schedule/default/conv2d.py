@@ -383,9 +383,10 @@ def _tile_registers(cfg: ScheduleConfig, taps: int | None) -> int:
     and spills inside the reduction when they are missing (3x3, 32 registers: 10 x 2 vectors, 23
     registers, 153 GFLOP/s; 11 x 2, 25, 102; 12 x 2, 27, 94; SqueezeNet's 13 x 2 at OW = 13, 29, 90
     against 134 for two clamped tiles of 7 x 2). A 1x1 conv's body is one tap: 13 x 2 runs at 120
-    GFLOP/s there (its conv10, 512 -> 1024 channels), 7 x 2 clamped at 103."""
+    GFLOP/s there (its conv10, 512 -> 1024 channels), 7 x 2 clamped at 103; all but one register
+    (14 x 2 at OW = 14, 31 registers) still runs faster than 7 x 2."""
     regs = cfg.vector_registers
-    return regs - 2 if taps == 1 else regs * 23 // 32
+    return regs - 1 if taps == 1 else regs * 23 // 32
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
@@ -422,11 +423,17 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         w //= 2
     nv = tile // w
     rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
-    if ow_ext is not None and 2 * rw < c.rw:
+    taps = (const_index(loops[-2].ub) or 0) * (const_index(loops[-1].ub) or 0) or None
+    if ow_ext is not None and taps == 1:
+        # a 1x1 conv's body is one tap: the widest tile of whole columns that fits the registers
+        # (ResNet-50's 1024 -> 256 at 14x14: 14 x 2 vectors, 31 registers, 0.60 ms against 0.69
+        # for 7 x 2; 512 -> 128 at 28x28 the same way, 0.77 against 0.79)
+        limit = _tile_registers(cfg, taps)
+        rw = max((d for d in range(rw, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), default=rw)
+    elif ow_ext is not None and 2 * rw < c.rw:
         # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor may still fit
         # the registers: d*nv accumulators + nv weight vectors + 1 broadcast, with room left for
         # LLVM's temporaries (SqueezeNet's 27x27 3x3 convs: 9 x 2 vectors, 21 registers)
-        taps = (const_index(loops[-2].ub) or 0) * (const_index(loops[-1].ub) or 0) or None
         limit = _tile_registers(cfg, taps)
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), rw)
     clamp = choose("conv2d.clamp_ow", True)
