@@ -17,7 +17,9 @@ class MatmulKnobs:
 
     mr: int = 0  # 0: from the register budget (matmul.register_tile: 6 x 2 with 16 registers, 8 x 2 with 32)
     nv: int = 0
-    mc: int = 64
+    # 0: the rule's (matmul.row_block_rows: 64 rows, or as many as keep A's block in a quarter of L2
+    # where B's panel is packed, since every row block packs B again)
+    mc: int = 0
     kc: int = 0  # 0: DEFAULT_KC
     unroll_rows: bool = True
     accumulate_in_registers: bool = True

@@ -111,7 +111,7 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.mr", (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16), "register tile rows"),
             Knob("matmul.nv", (1, 2, 3, 4, 5, 6), "register tile columns, in vectors"),
             Knob("matmul.width", widths, "f32 lanes of a vector"),
-            Knob("matmul.mc", tuple(range(1, 257)),
+            Knob("matmul.mc", tuple(range(1, 257)) + tuple(range(264, 1025, 8)),
                  "rows per parallel chunk (a multiple of mr; the default splits M into an even number of chunks)"),
             Knob("matmul.kc", (8, 16, 32, 64, 128, 256, 512, 1024), "reduction tile"),
             Knob("matmul.order", ("ikj", "ijk"), "loop order of the cache tiles: i0 k0 j0 or i0 j0 k0"),
