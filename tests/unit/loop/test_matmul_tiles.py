@@ -466,3 +466,18 @@ def test_parallel_column_panels_are_exact_at_two_threads():
                 np.testing.assert_allclose(got[i], ins[2 * i] @ ins[2 * i + 1], rtol=1e-4, atol=1e-3)
     finally:
         parallel.set_num_threads(0)
+
+
+def test_row_blocks_grow_to_what_l2_holds_where_b_is_packed(monkeypatch):
+    """Every row block packs B's panel again: with B packed, a row block holds up to half of M (two
+    parallel chunks at least) and as many rows as keep A's mc x kc block in a quarter of L2."""
+    from minimlir.passes.loop.schedule.default import matmul as MM
+
+    monkeypatch.setattr(MM, "l2_bytes", lambda: 2 << 20)
+    k = D.MatmulKnobs()
+    assert MM.row_block_rows(k, 256, True, 1024) == 512   # 512 x 256 floats: 512 KB
+    assert MM.row_block_rows(k, 256, True, 4096) == 512
+    assert MM.row_block_rows(k, 128, True, 512) == 256    # half of M
+    assert MM.row_block_rows(k, 256, True, 100) == 64     # at least ROW_BLOCK_ROWS
+    assert MM.row_block_rows(k, 256, False, 1024) == 64   # B read in place: nothing to share
+    assert MM.row_block_rows(D.MatmulKnobs(mc=32), 256, True, 1024) == 32  # the knob wins
