@@ -423,6 +423,7 @@ def test_packed_b_is_one_panel_under_column_chunks(monkeypatch):
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "cores", lambda: 2)
+    monkeypatch.setattr(MM, "l1d_bytes", lambda: 32 << 10)  # K = 300 in two k blocks
     mod = H.legalize(many_matmuls([(128, 300, 512)]))
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     text = str(mod)
@@ -481,3 +482,15 @@ def test_row_blocks_grow_to_what_l2_holds_where_b_is_packed(monkeypatch):
     assert MM.row_block_rows(k, 256, True, 100) == 64     # at least ROW_BLOCK_ROWS
     assert MM.row_block_rows(k, 256, False, 1024) == 64   # B read in place: nothing to share
     assert MM.row_block_rows(D.MatmulKnobs(mc=32), 256, True, 1024) == 32  # the knob wins
+
+
+@pytest.mark.parametrize("k, panel", [(384, "384x32"), (512, "256x32"), (320, "320x32")])
+def test_one_reduction_pass_where_b_panel_fits_l1(monkeypatch, k, panel):
+    """K in one reduction tile when B's K x nv*W panel fits L1 (48 KB: K up to 384 with 32-float
+    panels), so the epilogue runs on the accumulator registers; a larger K keeps kc = 256."""
+    from minimlir.passes.loop.schedule.default import matmul as MM
+
+    monkeypatch.setattr(MM, "l1d_bytes", lambda: 48 << 10)
+    mod = H.legalize(many_matmuls([(64, k, 512)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    assert f"memref<{panel}xf32>" in str(mod)  # B's packed panel: kc x nv*W

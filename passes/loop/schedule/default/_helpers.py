@@ -443,20 +443,23 @@ def cores() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-_L2: list[int] = []
+_CACHES: dict[int, int] = {}
 
 
-def l2_bytes() -> int:
-    """The compiling host's per-core L2 cache in bytes (Linux sysfs, cpu0's unified level-2
-    cache), 1 MiB where it cannot be read."""
-    if not _L2:
-        size = 1 << 20
+def _cache_bytes(level: int, default: int) -> int:
+    """The compiling host's per-core data (or unified) cache of `level` in bytes (Linux sysfs,
+    cpu0), `default` where it cannot be read."""
+    if level not in _CACHES:
+        size = default
         try:
             import glob
 
             for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
                 with open(f"{d}/level") as f:
-                    if f.read().strip() != "2":
+                    if f.read().strip() != str(level):
+                        continue
+                with open(f"{d}/type") as f:
+                    if f.read().strip() not in ("Data", "Unified"):
                         continue
                 with open(f"{d}/size") as f:
                     text = f.read().strip().upper()
@@ -464,8 +467,19 @@ def l2_bytes() -> int:
                 size = int(text.rstrip("KM")) * mult
         except (OSError, ValueError):
             pass
-        _L2.append(size)
-    return _L2[0]
+        _CACHES[level] = size
+    return _CACHES[level]
+
+
+def l2_bytes() -> int:
+    """The compiling host's per-core L2 cache in bytes (cpu0's unified level-2 cache), 1 MiB where
+    it cannot be read."""
+    return _cache_bytes(2, 1 << 20)
+
+
+def l1d_bytes() -> int:
+    """The compiling host's per-core L1 data cache in bytes, 32 KiB where it cannot be read."""
+    return _cache_bytes(1, 32 << 10)
 
 
 def _reads_from_outside(blk: loop.BlockOp, kernel: func.FuncOp) -> bool:

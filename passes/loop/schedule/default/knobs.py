@@ -114,6 +114,9 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.mc", tuple(range(1, 257)) + tuple(range(264, 1025, 8)),
                  "rows per parallel chunk (a multiple of mr; the default splits M into an even number of chunks)"),
             Knob("matmul.kc", (8, 16, 32, 64, 128, 256, 512, 1024), "reduction tile"),
+            Knob("matmul.one_pass", (False, True),
+                 "the whole K in one reduction tile (the epilogue on the accumulator registers; by default "
+                 "where B's K x nv*W panel fits L1)"),
             Knob("matmul.order", ("ikj", "ijk"), "loop order of the cache tiles: i0 k0 j0 or i0 j0 k0"),
             Knob("matmul.pack_b", (False, True), "copy B's tile into a local buffer (cache_read)"),
             Knob("matmul.inline_epilogue", (True, False),
