@@ -1,5 +1,5 @@
-"""Expand vector f32 `math.exp`, `math.tanh` and `math.erf` into polynomial code (MLIR's
-math-polynomial-approximation): straight-line vector arithmetic instead of one libm call per lane.
+"""Expand f32 `math.exp`, `math.tanh` and `math.erf`, vector and scalar, into polynomial code (MLIR's
+math-polynomial-approximation): straight-line arithmetic instead of one libm call per lane.
 
     %y = math.exp %x : vector<8xf32>
       ->
@@ -13,8 +13,10 @@ math-polynomial-approximation): straight-line vector arithmetic instead of one l
 It runs right before convert-math-to-llvm (convert-math-to-llvm would otherwise scalarize these into
 `expf`/`tanhf`/`erff` calls per lane) and emits llvm dialect ops directly (`llvm.intr.fmuladd` for the
 Horner steps: fused where the target has FMA, a multiply and an add where not; `llvm.fcmp` and
-`llvm.select` on vectors, which `arith.cmpf` does not allow in xDSL). Scalars, f16 and f64 are left
-to convert-math-to-llvm. Options `exp`, `tanh`, `erf` (all true) turn each expansion off.
+`llvm.select` on vectors, which `arith.cmpf` does not allow in xDSL). Scalar f32 gets the same code:
+a vector loop's scalar remainder (ViT's softmax rows of 197: 5 `expf` calls a row) then costs no call
+and computes the lanes it finishes exactly as the vector lanes. f16 and f64 are left to
+convert-math-to-llvm. Options `exp`, `tanh`, `erf` (all true) turn each expansion off.
 
 The functions (max error over a dense sweep of f32 inputs against float64, in f32 ulp;
 tests/unit/to_llvm/test_math_approx.py asserts it):
@@ -44,7 +46,9 @@ from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    FloatAttr,
     Float32Type,
+    IntegerAttr,
     ModuleOp,
     VectorType,
     i32,
@@ -81,9 +85,10 @@ EXP_LO, EXP_HI = -104.0, 89.0
 class _Emit:
     """Builds llvm-dialect vector code before one op: `c(1.0)` a splat constant, `mul(a, b)`, ..."""
 
-    def __init__(self, t: VectorType):
+    def __init__(self, t: VectorType | Float32Type):
         self.t = t
-        self.it = VectorType(i32, t.get_shape())
+        self.vector = isinstance(t, VectorType)
+        self.it = VectorType(i32, t.get_shape()) if isinstance(t, VectorType) else i32
         self.ops: list[Operation] = []
         self._consts: dict[tuple, SSAValue] = {}
 
@@ -94,13 +99,16 @@ class _Emit:
     def c(self, v: float) -> SSAValue:
         key = ("f", float(v))
         if key not in self._consts:
-            self._consts[key] = self._e(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.t, [float(v)]), self.t))
+            value = (DenseIntOrFPElementsAttr.from_list(self.t, [float(v)]) if self.vector
+                     else FloatAttr(float(v), self.t))
+            self._consts[key] = self._e(llvm.ConstantOp(value, self.t))
         return self._consts[key]
 
     def ci(self, v: int) -> SSAValue:
         key = ("i", v)
         if key not in self._consts:
-            self._consts[key] = self._e(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.it, [v]), self.it))
+            value = DenseIntOrFPElementsAttr.from_list(self.it, [v]) if self.vector else IntegerAttr(v, i32)
+            self._consts[key] = self._e(llvm.ConstantOp(value, self.it))
         return self._consts[key]
 
     def mul(self, a, b):
@@ -182,7 +190,7 @@ class _Emit:
 
 @dataclass
 class ExpandVectorMath(RewritePattern):
-    """math.{exp,tanh,erf} on vector<Nxf32> -> polynomial llvm-dialect code."""
+    """math.{exp,tanh,erf} on f32 or vector<Nxf32> -> polynomial llvm-dialect code."""
 
     exp: bool = True
     tanh: bool = True
@@ -198,7 +206,8 @@ class ExpandVectorMath(RewritePattern):
         else:
             return
         t = op.results[0].type
-        if not (isinstance(t, VectorType) and isinstance(t.element_type, Float32Type) and t.get_num_dims() == 1):
+        if not (isinstance(t, Float32Type)
+                or (isinstance(t, VectorType) and isinstance(t.element_type, Float32Type) and t.get_num_dims() == 1)):
             return
         b = _Emit(t)
         y = getattr(b, kind)(op.operands[0])
@@ -207,7 +216,7 @@ class ExpandVectorMath(RewritePattern):
 
 @dataclass(frozen=True)
 class MathApproximatePass(ModulePass):
-    """Vector f32 exp/tanh/erf -> range reduction + minimax polynomials (no libm call per lane)."""
+    """f32 exp/tanh/erf (vector or scalar) -> range reduction + minimax polynomials (no libm call)."""
 
     name = "convert-math-to-polynomials"
 

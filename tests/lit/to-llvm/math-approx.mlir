@@ -58,14 +58,28 @@ func.func @erf(%x: vector<4xf32>) -> vector<4xf32> {
 
 // -----
 
-// Scalars and f64 vectors are left to convert-math-to-llvm (libm / intrinsics).
+// f64 (vector or scalar) is left to convert-math-to-llvm (libm / intrinsics).
 // CHECK-LABEL: func.func @untouched
-// CHECK-NEXT:    math.exp %{{.*}} : f32
+// CHECK-NEXT:    math.exp %{{.*}} : f64
 // CHECK-NEXT:    math.tanh %{{.*}} : vector<4xf64>
-// CHECK-NEXT:    math.erf %{{.*}} : f32
-func.func @untouched(%s: f32, %d: vector<4xf64>) -> (f32, vector<4xf64>, f32) {
-  %0 = math.exp %s : f32
+// CHECK-NEXT:    math.erf %{{.*}} : f64
+func.func @untouched(%s: f64, %d: vector<4xf64>) -> (f64, vector<4xf64>, f64) {
+  %0 = math.exp %s : f64
   %1 = math.tanh %d : vector<4xf64>
-  %2 = math.erf %s : f32
-  func.return %0, %1, %2 : f32, vector<4xf64>, f32
+  %2 = math.erf %s : f64
+  func.return %0, %1, %2 : f64, vector<4xf64>, f64
+}
+
+// -----
+
+// A scalar f32 (a vector loop's remainder) gets the same polynomial on f32 (no expf call).
+// CHECK-LABEL: func.func @scalar_exp
+// CHECK-NOT:     math.exp
+// CHECK:         %{{.*}} = llvm.intr.roundeven(%{{.*}}) : (f32) -> f32
+// CHECK:         %{{.*}} = llvm.fptosi %{{.*}} : f32 to i32
+// CHECK:         %{{.*}} = llvm.bitcast %{{.*}} : i32 to f32
+// CHECK:         func.return
+func.func @scalar_exp(%s: f32) -> f32 {
+  %0 = math.exp %s : f32
+  func.return %0 : f32
 }
