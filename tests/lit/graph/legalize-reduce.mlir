@@ -112,7 +112,8 @@ func.func @lrn(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
 // CHECK-NOT:     mem.dealloc
 // CHECK:         func.return
 
-// softmax: four blocks; dynamic scratch rows are heap buffers freed at the end of the kernel.
+// softmax: max, exp, sum, the sum's reciprocal (one division a row), normalize by a multiply;
+// dynamic scratch rows are heap buffers freed at the end of the kernel.
 // CHECK-LABEL: func.func private @softmax_0
 // CHECK-SAME:    (%[[X:.*]]: memref<?x5xf32>, %[[Y:.*]]: memref<?x5xf32>)
 // CHECK-NEXT:    %[[N:.*]] = mem.dim %[[X]], 0
@@ -125,8 +126,11 @@ func.func @lrn(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
 // CHECK:             loop.block "softmax_exp" ({{.*}}) [spatial, spatial] {
 // CHECK:               math.exp
 // CHECK:             loop.block "softmax_sum" ({{.*}}) [spatial, reduce] {
-// CHECK:             loop.block "softmax_norm" ({{.*}}) [spatial, spatial] {
+// CHECK:             loop.block "softmax_rcp" ({{.*}}) [spatial, spatial] {
 // CHECK:               arith.divf
+// CHECK:             loop.block "softmax_norm" ({{.*}}) [spatial, spatial] {
+// CHECK-NOT:           arith.divf
+// CHECK:               arith.mulf
 // CHECK:         mem.dealloc %[[M]] : memref<?x1xf32>
 // CHECK-NEXT:    mem.dealloc %[[S]] : memref<?x1xf32>
 // CHECK-NEXT:    func.return

@@ -200,7 +200,7 @@ func.func @f(%x: {t}) -> {t} {{
 }}"""
     module = legalize(text)
     names = [b.block_name.data for b in module.walk() if isinstance(b, loop.BlockOp)]
-    assert names == ["softmax_max", "softmax_exp", "softmax_sum", "softmax_norm"]
+    assert names == ["softmax_max", "softmax_exp", "softmax_sum", "softmax_rcp", "softmax_norm"]
     assert len([o for o in module.walk() if isinstance(o, mem.AllocaOp)]) == 2
     assert not any(isinstance(o, mem.AllocOp) for o in module.walk())
     dyn_text = text.replace(t, tt((None, 7)))
