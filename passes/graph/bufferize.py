@@ -104,12 +104,7 @@ def last_use_in_block(buffer: SSAValue, block: Block,
     if order is None:
         order = {op: k for k, op in enumerate(block.ops)}
     last: Operation | None = None
-    work, seen = [buffer], set[SSAValue]()
-    while work:
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
+    for v in memref_aliases(buffer):
         for use in v.uses:
             user = use.operation
             if isinstance(user, mem.DimOp):
@@ -119,8 +114,21 @@ def last_use_in_block(buffer: SSAValue, block: Block,
                 continue
             if last is None or order[top] > order[last]:
                 last = top
-            work.extend(r for r in user.results if isinstance(r.type, MemRefType))
     return last
+
+
+def memref_aliases(buffer: SSAValue) -> set[SSAValue]:
+    """`buffer` and every memref result of a user of it, transitively (mem.view, mem.subrange, …)."""
+    seen: set[SSAValue] = set()
+    work = [buffer]
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            work.extend(r for r in use.operation.results if isinstance(r.type, MemRefType))
+    return seen
 
 
 class _FunctionBufferizer:

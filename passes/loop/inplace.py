@@ -182,10 +182,7 @@ class _Iterations:
         if for_op is None:
             self.envs[None] = (1, {})
             return self.envs[None]
-        parent = for_op.parent_op()
-        if not isinstance(parent, loop.ForOp | func.FuncOp):
-            return None
-        outer = self.env(parent if isinstance(parent, loop.ForOp) else None)
+        outer = self.around(for_op)
         if outer is None:
             return None
         n, ivs = outer
@@ -205,6 +202,13 @@ class _Iterations:
         inner[for_op.body.block.args[0]] = lb[rows] + offs * step[rows]
         self.envs[for_op] = (total, inner)
         return self.envs[for_op]
+
+    def around(self, op: Operation) -> tuple[int, dict[SSAValue, np.ndarray]] | None:
+        """The iterations of the loops around `op`; None under an op other than loop.for."""
+        p = op.parent_op()
+        if isinstance(p, func.FuncOp):
+            return self.env(None)
+        return self.env(p) if isinstance(p, loop.ForOp) else None
 
     def value(self, v: SSAValue, env: tuple[int, dict[SSAValue, np.ndarray]]):
         """`v` at every iteration of `env` (an array, or a scalar when it does not vary), or None."""
@@ -230,10 +234,7 @@ class _Iterations:
 def _store_addresses(st: mem.StoreOp, shape: list[int], it: _Iterations) -> np.ndarray | None:
     """Every element address `st` writes over its loops' iterations, or None (an op other than
     loop.for around it, an index this check does not evaluate, an index out of its dim)."""
-    p = st.parent_op()
-    if not isinstance(p, loop.ForOp | func.FuncOp):
-        return None
-    env = it.env(p if isinstance(p, loop.ForOp) else None)
+    env = it.around(st)
     if env is None:
         return None
     n = env[0]

@@ -41,7 +41,7 @@ from xdsl.traits import SymbolTable
 
 from minimlir.dialects import mem
 from minimlir.passes._diagnostics import emit_remark
-from minimlir.passes.graph.bufferize import RESULT_SLOT_ATTR, is_graph_function
+from minimlir.passes.graph.bufferize import RESULT_SLOT_ATTR, is_graph_function, memref_aliases
 from minimlir.passes.loop.inplace import inplace_pairs
 
 
@@ -57,17 +57,7 @@ def _plain(v: SSAValue, block: Block) -> mem.AllocOp | None:
 
 def _returned(v: SSAValue) -> bool:
     """`v` or a memref derived from it reaches a func.return."""
-    work, seen = [v], set()
-    while work:
-        x = work.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        for use in x.uses:
-            if isinstance(use.operation, func.ReturnOp):
-                return True
-            work.extend(r for r in use.operation.results if isinstance(r.type, MemRefType))
-    return False
+    return any(isinstance(use.operation, func.ReturnOp) for x in memref_aliases(v) for use in x.uses)
 
 
 class _FunctionRewrite:
