@@ -1,19 +1,27 @@
 // RUN: mini-opt %s --split-input-file -p convert-math-to-polynomials | filecheck %s
 // RUN: mini-opt %s --split-input-file -p 'convert-math-to-polynomials{exp=false tanh=false erf=false}' | filecheck %s --check-prefix=OFF
 
-// exp: clamp, NaN lanes parked at 0, Cody-Waite reduction, polynomial, two exponent scalings, NaN back.
+// exp: clamp, NaN lanes parked at 0, Cody-Waite reduction, polynomial, two exponent scalings for
+// normal results (n >= -125), the subnormal results built as integer bits (n <= -126), NaN back.
 // CHECK-LABEL: func.func @exp
 // CHECK-SAME:    (%[[X:.*]]: vector<8xf32>)
 // CHECK-NOT:     math.exp
 // CHECK:         %[[NAN:.*]] = llvm.fcmp "uno" %[[X]], %[[X]] : vector<8xf32>
 // CHECK:         %[[N:.*]] = llvm.intr.roundeven(%{{.*}}) : (vector<8xf32>) -> vector<8xf32>
 // CHECK:         llvm.intr.fmuladd
-// CHECK:         %[[NI:.*]] = llvm.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
+// CHECK:         %[[NR:.*]] = llvm.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
+// CHECK:         %[[NI:.*]] = llvm.intr.smax(%[[NR]], %{{.*}}) : (vector<8xi32>, vector<8xi32>) -> vector<8xi32>
 // CHECK:         %[[H:.*]] = llvm.ashr %[[NI]], %{{.*}} : vector<8xi32>
 // CHECK:         llvm.shl
 // CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
-// CHECK-NEXT:    %[[Y:.*]] = llvm.fmul %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT:    %[[YN:.*]] = llvm.fmul %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK:         llvm.intr.smin(%[[NR]], %{{.*}})
+// CHECK:         %[[RE:.*]] = llvm.intr.roundeven(%{{.*}}) : (vector<8xf32>) -> vector<8xf32>
+// CHECK-NEXT:    %[[M:.*]] = llvm.fptosi %[[RE]] : vector<8xf32> to vector<8xi32>
+// CHECK:         %[[TINY:.*]] = llvm.icmp "sle" %[[NR]], %{{.*}} : vector<8xi32>
+// CHECK-NEXT:    %[[SUB:.*]] = llvm.bitcast %[[M]] : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT:    %[[Y:.*]] = llvm.select %[[TINY]], %[[SUB]], %[[YN]] : vector<8xi1>, vector<8xf32>
 // CHECK-NEXT:    %[[R:.*]] = llvm.select %[[NAN]], %[[X]], %[[Y]] : vector<8xi1>, vector<8xf32>
 // CHECK-NEXT:    func.return %[[R]] : vector<8xf32>
 // OFF-LABEL: func.func @exp
