@@ -68,16 +68,19 @@ def kernels_of(module: ModuleOp) -> list[func.FuncOp]:
 
 
 def normalized_text(kernel: func.FuncOp) -> str:
-    """The kernel printed with name `kernel`, no value names, no knob assignment."""
+    """The kernel printed with name `kernel`, no value names, no knob assignment, no in-place mark."""
     from xdsl.dialects.builtin import StringAttr
 
     from minimlir.dialects import loop
     from minimlir.frontend.api import ir_text
+    from minimlir.passes.loop.inplace import INPLACE_ATTR
     from minimlir.passes.loop.schedule.default.knobs import KNOBS_ATTR
 
     k = kernel.clone()
     k.sym_name = StringAttr("kernel")
     k.attributes.pop(KNOBS_ATTR, None)
+    # loop-mark-inplace's mark follows from the structure too: records written before it still match
+    k.attributes.pop(INPLACE_ATTR, None)
     for op in k.walk():
         if isinstance(op, loop.BlockOp):  # the legalizer's stamps follow from the structure: keys
             loop.unstamp(op)              # stay those of records written before there were stamps

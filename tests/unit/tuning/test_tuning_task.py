@@ -41,6 +41,20 @@ def test_key_ignores_the_kernel_name_and_is_stable():
     assert structural_key(k) == t.key
 
 
+def test_key_ignores_the_in_place_mark():
+    """loop-mark-inplace's mark follows from the kernel's structure: a database written before
+    the mark existed still matches the marked kernel."""
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
+
+    from minimlir.passes.loop.inplace import INPLACE_ATTR
+
+    t = extract_tasks(two_matmuls(32))[0]
+    k = kernels_of(kernel_module(t))[0]
+    before = structural_key(k)
+    k.attributes[INPLACE_ATTR] = ArrayAttr([ArrayAttr([IntegerAttr(0, i64), IntegerAttr(2, i64)])])
+    assert structural_key(k) == before
+
+
 def test_dynamic_onnx_dims_are_bound_for_measuring():
     tasks = extract_tasks("examples/mlp.onnx", dims={"batch": 4})
     first = next(t for t in tasks if t.name == "fused_matmul_add_relu")
