@@ -88,28 +88,27 @@ def _only(value: SSAValue, kind: type) -> list[Operation] | None:
     return ops
 
 
-def _const(v: SSAValue) -> int | None:
-    if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
-        return v.owner.value.value.data
-    return None
-
-
 def _trip_product(op: Operation) -> int | None:
     """The product of the trip counts of the loop.for ops around `op` (constant bounds), else None."""
+    # (imported here: the schedule package imports this module)
+    from minimlir.passes.loop.schedule.default.threshold import trip_count
+
     n = 1
     p = op.parent_op()
     while p is not None and not isinstance(p, func.FuncOp):
         if isinstance(p, loop.ForOp):
-            lb, ub, step = _const(p.lb), _const(p.ub), _const(p.step)
-            if lb is None or ub is None or step is None or step < 1:
+            t = trip_count(p)
+            if t is None:
                 return None
-            n *= max(0, -(-(ub - lb) // step))
+            n *= t
         p = p.parent_op()
     return n
 
 
 def _elementwise_read(ld: mem.LoadOp, shape: list[int]) -> bool:
     """`ld` reads its buffer at its block's own point (see the module docstring)."""
+    from minimlir.passes.loop.schedule.api import const_index
+
     blk = ld.parent_op()
     while blk is not None and not isinstance(blk, loop.BlockOp):
         blk = blk.parent_op()
@@ -125,7 +124,7 @@ def _elementwise_read(ld: mem.LoadOp, shape: list[int]) -> bool:
             if k <= last:
                 return False
             last = k
-        elif not (d == 1 and _const(idx) == 0):
+        elif not (d == 1 and const_index(idx) == 0):
             return False
     return _trip_product(blk) == math.prod(shape)
 
@@ -308,9 +307,8 @@ def inplace_holds(kernel: func.FuncOp, a: int, o: int) -> bool:
         if addr is None:
             return False
         parts.append(addr)
-    every = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    if every.size and (every.min() < 0 or every.max() >= numel):
-        return False
+    # (_store_addresses kept every index inside its dim: every address is below numel)
+    every = np.concatenate(parts)
     return every.size == 0 or int(np.bincount(every, minlength=numel).max()) <= 1
 
 

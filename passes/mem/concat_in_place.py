@@ -91,6 +91,16 @@ def in_place(op: Operation) -> bool:
             and part_offsets([v.type for v in op.inputs], op.result.type, op.axis.value.data) is not None)
 
 
+def static_heap_alloc(v: SSAValue, block: Block) -> mem.AllocOp | None:
+    """The `mem.alloc` of `v` when it is a static heap buffer of `block` at the arena's alignment
+    (what these mem-level rewrites may re-place), else None."""
+    op = v.owner
+    if (isinstance(op, mem.AllocOp) and op.parent is block and not op.dims
+            and op.alignment.value.data <= mem.DEFAULT_ALIGNMENT):
+        return op
+    return None
+
+
 def _drop_deallocs(buffer: SSAValue) -> None:
     for use in list(buffer.uses):
         if isinstance(use.operation, mem.DeallocOp):
@@ -108,12 +118,8 @@ class _FunctionRewrite:
         not a function result (and so not yet a part of anything)."""
         while isinstance(v.owner, mem.ViewOp):
             v = v.owner.source
-        op = v.owner
-        if (isinstance(op, mem.AllocOp) and op.parent is self.block and not op.dims
-                and RESULT_SLOT_ATTR not in op.attributes
-                and op.alignment.value.data <= mem.DEFAULT_ALIGNMENT):
-            return op
-        return None
+        op = static_heap_alloc(v, self.block)
+        return op if op is not None and RESULT_SLOT_ATTR not in op.attributes else None
 
     def _const(self, value: int, before: Operation) -> SSAValue:
         c = arith.ConstantOp(IntegerAttr(value, IndexType()))
@@ -130,9 +136,8 @@ class _FunctionRewrite:
             if not all(isinstance(v.type, MemRefType) for v in call.arguments):
                 continue
             offsets = part_offsets([v.type for v in ins], out.type, axis)
-            out_alloc = out.owner
-            if (offsets is None or not isinstance(out_alloc, mem.AllocOp) or out_alloc.parent is not self.block
-                    or out_alloc.dims or out_alloc.alignment.value.data > mem.DEFAULT_ALIGNMENT):
+            out_alloc = static_heap_alloc(out, self.block)
+            if offsets is None or out_alloc is None:
                 continue
             self._rewrite(call, out_alloc, offsets)
             removed += 1

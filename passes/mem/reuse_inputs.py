@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -43,16 +43,13 @@ from minimlir.dialects import mem
 from minimlir.passes._diagnostics import emit_remark
 from minimlir.passes.graph.bufferize import RESULT_SLOT_ATTR, is_graph_function, memref_aliases
 from minimlir.passes.loop.inplace import inplace_pairs
+from minimlir.passes.mem.concat_in_place import static_heap_alloc
 
 
 def _plain(v: SSAValue, block: Block) -> mem.AllocOp | None:
     """The alloc of `v` when it is a static heap buffer of `block` that is not a result slot."""
-    op = v.owner
-    if (isinstance(op, mem.AllocOp) and op.parent is block and not op.dims
-            and isinstance(v.type, MemRefType) and RESULT_SLOT_ATTR not in op.attributes
-            and op.alignment.value.data <= mem.DEFAULT_ALIGNMENT):
-        return op
-    return None
+    op = static_heap_alloc(v, block)
+    return op if op is not None and RESULT_SLOT_ATTR not in op.attributes else None
 
 
 def _returned(v: SSAValue) -> bool:

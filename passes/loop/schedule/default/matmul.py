@@ -376,17 +376,17 @@ def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int,
     LLVM keeps in registers) instead of a scalar FMA per column with the accumulator in memory
     (ResNet-50's 196-column 1x1 convs: 4 columns took as long as 6 full panels of 32). The lanes
     past N compute garbage that nothing stores: acc_out, still guarded, writes only the N columns.
-    Only when every column-indexed read of the tile is of a local buffer (B's packed panel, whose
+    Only when every column-indexed access of the tile is of a local buffer (B's packed panel, whose
     other columns hold an earlier panel's values of this iteration: the ragged panel follows a
     full one in the same, serial, panel loop); otherwise the guards stay."""
     col = tile.body.block.args[-2]
     inside = set(tile.body.walk())
 
-    def depends(v, seen=None) -> bool:
+    def depends(v) -> bool:
         if v is col:
             return True
         op = v.owner
-        if not isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.ConstantOp) or op not in inside:
+        if not isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp) or op not in inside:
             return False
         return any(depends(x) for x in op.operands)
 
