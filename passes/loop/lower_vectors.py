@@ -94,6 +94,12 @@ def _index_form(v: SSAValue, for_op: loop.ForOp):
     f = affine_of(v)
     if f is None and _lane_invariant(v, for_op):
         return AffineForm.atom(v)
+    if f is None and isinstance(v, OpResult) and isinstance(v.owner, arith.AddiOp | arith.SubiOp):
+        # a lane-invariant start plus the lane (a conv tile moved back to end at the row's last
+        # column: min(ow0*rw, OW-rw) + ow1, shift_tile_binding)
+        a, b = _index_form(v.owner.lhs, for_op), _index_form(v.owner.rhs, for_op)
+        if a is not None and b is not None:
+            return a + b if isinstance(v.owner, arith.AddiOp) else a - b
     return f
 
 

@@ -14,6 +14,7 @@ from minimlir.passes.loop.schedule.default import transaction
 from minimlir.compiler.pipelines import expand
 from minimlir.passes.loop.schedule import LoopSchedulePass, lower_scheduled
 from minimlir.passes.loop.schedule.default.matmul import register_tile
+from minimlir.passes.loop.schedule.default import knobs as K
 
 native_ok, native_reason = H.native_status()
 needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
@@ -735,13 +736,36 @@ def test_projection_shortcut_native(case):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_residual_epilogue_is_one_vectorized_block():
-    """ResNet's residual add + ReLU after a vector-path conv: one block (the add's full-size
-    temporary is gone: only the conv's own output buffer is allocated at full size), computed
-    under the conv's parallel channel-block loop, vectorized along the output row (it was two
-    scalar nests, 2/3 of ResNet-50's residual convs)."""
+def test_conv_residual_epilogue_is_applied_to_the_transposed_tile():
+    """ResNet's residual add + ReLU after a vector-path conv whose tile is stored along the output
+    row (conv2d.transpose_out): applied in the tile's copy-out, on vectors along the row (the
+    residual is a vector load there), so the conv's output is never a full-size buffer of its own."""
     text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), "add_relu")
     m = _fused(text)
+    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
+    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    names = [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
+    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_t", "conv2d_acc_out"], names
+    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
+            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    assert not full
+    out = D.loop.find_block(kernel, "conv2d_acc_out")
+    inner = D.loop.block_loops(out)[-1]
+    assert inner.kind.data == "vectorize" and inner.attributes["loop.vector_width"].value.data == 7
+    assert len([o for o in out.body.walk() if o.name == "mem.load"]) == 2  # the tile, the residual
+
+
+def test_conv_residual_epilogue_is_one_vectorized_block():
+    """ResNet's residual add + ReLU after a vector-path conv storing its tile per element
+    (conv2d.transpose_out off): one block (the add's full-size temporary is gone: only the conv's
+    own output buffer is allocated at full size), computed under the conv's parallel channel-block
+    loop, vectorized along the output row (it was two scalar nests, 2/3 of ResNet-50's residual
+    convs)."""
+    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), "add_relu")
+    m = _fused(text)
+    for k in m.walk():
+        if D.loop.is_kernel(k):
+            K.set_assignment(k, {"conv2d.transpose_out": False})
     assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
     (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
     epi = [b for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d")]
@@ -765,7 +789,7 @@ def test_conv_channel_epilogue_applied_to_the_register_tile(kind):
     assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
     (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
     names = [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
-    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_out"], names
+    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_t", "conv2d_acc_out"], names
     full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
             and a.results[0].type.get_shape() == (1, 64, 14, 14)]
     assert not full
@@ -849,8 +873,10 @@ RAGGED_CONV_CASES = [  # OW with no divisor near rw = 8 that fits the registers 
 @pytest.mark.parametrize("case", RAGGED_CONV_CASES)
 def test_conv_ragged_columns_clamped_full_tiles(case):
     """A thin column tile (OW = 23: rw 1) becomes full tiles of the width in (4, 8] that computes
-    the fewest columns, the last one recomputing column OW-1 (clamped), so the tile unrolls and
-    stays in registers."""
+    the fewest columns, so the tile unrolls and stays in registers: the last one moves back to end
+    at column OW-1 where the tile is stored along the row (conv2d.transpose_out: every lane a
+    distinct column), else it recomputes column OW-1 in its extra lanes (clamped; the interpreted
+    run below, whose 4 lanes are fewer than the 8 columns)."""
     xs, ws, strides, pads, dil, rw = case
     text = conv_general_text(xs, ws, strides, pads, dil)
     m = H.legalize(text)
@@ -858,7 +884,7 @@ def test_conv_ragged_columns_clamped_full_tiles(case):
     blk = next(b for b in D.loop.blocks_of(m) if b.block_name.data == "conv2d")
     loops = D.loop.block_loops(blk)
     assert const_index(loops[-3].ub) == rw and loops[-3].kind.data == "unroll"
-    assert any(op.name == "arith.minsi" for op in loops[-3].body.block.ops)
+    assert any(op.name == "arith.minsi" for op in loops[-4].body.block.ops)  # the tile's start, moved back
     # the output-channel panels still run in parallel (a regression: with the clamp applied
     # before the parallel marking, its disjointness check refused every loop)
     assert [l.kind.data for l in loops[:3]].count("parallel") == 1
@@ -869,3 +895,27 @@ def test_conv_ragged_columns_clamped_full_tiles(case):
     if native_ok:
         (y,) = H._call_native(_compile(text), "main", [x, w], None)
         np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_transpose_shuffles_transpose_every_tile(width):
+    """The conv tile's in-register transpose (conv2d.transpose_out): R row vectors of `width`
+    lanes become R vectors of width/R consecutive columns x R rows, every column once, in
+    R*log2(R) two-input shuffles."""
+    from minimlir.passes.loop.schedule.default.conv2d import transpose_shuffles
+
+    rows = 2
+    while rows <= width:
+        tile = np.arange(rows * width).reshape(rows, width) + 1000
+        vals = list(tile)
+        shuffles = transpose_shuffles(rows, width)
+        assert len(shuffles) == rows * (rows.bit_length() - 1)
+        for a, b, mask, _, _ in shuffles:
+            vals.append(np.concatenate([vals[a], vals[b]])[mask])
+        seen = []
+        for (_, _, _, rs, cols), v in zip(shuffles[-rows:], vals[-rows:], strict=True):
+            assert rs == list(range(rows)) and cols == list(range(cols[0], cols[0] + width // rows))
+            np.testing.assert_array_equal(v, tile[:, cols].T.reshape(-1))
+            seen += cols
+        assert sorted(seen) == list(range(width))
+        rows *= 2

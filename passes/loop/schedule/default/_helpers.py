@@ -330,6 +330,37 @@ def clamp_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[
             u.operation.operands = [clamped if x is arg else x for x in u.operation.operands]
 
 
+
+def shift_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[[str], int], tile: int,
+                       last_start: int, what: str) -> None:
+    """The blocks of ragged tiles (exact_tile_loops) compute point min(s, last_start) + t instead of
+    s + t (s the tile's first point, t its tile loop's variable, extent `tile`; their binding
+    `pos(name)`): the last tile moves back to end at the last point and recomputes points the tile
+    before it computed, so every lane is a distinct point and a tile stored as one vector along the
+    dim stays inside it (clamp_tile_binding instead repeats the last point in the extra lanes). The
+    recomputed points get the same values (a tile only reads what the kernel does not write), so the
+    result is unchanged; the tiles along the dim must run on one thread. The start is computed
+    before the tile loop, so it is the same for every lane."""
+    from minimlir.passes.loop.schedule.api import emit, iconst
+
+    s = Schedule(kernel)
+    for name in names:
+        blk = s.get_block(name)
+        p = pos(name)
+        form = affine_of(blk.bindings[p])
+        ts = [l for l in s.get_loops(blk) if form is not None and form.coeff(l.induction_var) == 1
+              and const_index(l.lb) == 0 and const_index(l.ub) == tile]
+        if form is None or len(ts) != 1:
+            raise AssertionError(f"{what} binding of '{name}' is not a tile's start plus its tile loop")
+        t = ts[0]
+        start = AffineForm({v: c for v, c in form.coeffs.items() if v is not t.induction_var}, form.const)
+        v = materialize_form(start, kernel, InsertPoint.before(t))
+        shifted = emit(arith.MinSIOp(v, iconst(kernel, last_start)), InsertPoint.before(t))
+        point = emit(arith.AddiOp(shifted, t.induction_var), InsertPoint.at_start(t.body.block))
+        arg = blk.body.block.args[p]
+        for u in list(arg.uses):
+            u.operation.operands = [point if x is arg else x for x in u.operation.operands]
+
 def _mark_width(for_op: loop.ForOp, width: int) -> None:
     from xdsl.dialects.builtin import IntegerAttr
 

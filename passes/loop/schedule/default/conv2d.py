@@ -34,6 +34,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _short_loop_width,
     _vectorize_fused,
     clamp_tile_binding,
+    shift_tile_binding,
     cores,
     exact_tile_loops,
     fit_width,
@@ -367,6 +368,109 @@ def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0:
         _drop_dead(body)  # a pre-packed weight's c / T, c % T
 
 
+def transpose_shuffles(rows: int, width: int) -> list[tuple[int, int, list[int], list[int], list[int]]]:
+    """The shuffles of an in-register transpose of a rows x width tile (`rows`, a power of two up to
+    `width`, vectors of `width` lanes, row i in vector i) into column groups: a list of
+    (a, b, mask, rows, cols), each a shuffle of the vectors numbered a and b (the inputs are
+    0..rows-1, each shuffle's result the next number) with `mask` (lanes of a, then width + lanes
+    of b), holding `cols` (consecutive columns) x `rows` (all rows, in order) as lane
+    col_position * len(rows) + row_position. The last `rows` shuffles hold width/rows columns
+    each, every column once: rows * log2(rows) shuffles in all, against rows * width element
+    extracts (each level pairs vectors with the same columns and halves them)."""
+    assert rows & (rows - 1) == 0 and 2 <= rows <= width
+    vecs = [(i, [i], list(range(width))) for i in range(rows)]  # (number, rows, columns)
+    out: list[tuple[int, int, list[int], list[int], list[int]]] = []
+    n = rows
+    while len(vecs[0][1]) < rows:
+        groups: dict[tuple[int, ...], list] = {}
+        for v in vecs:
+            groups.setdefault(tuple(v[2]), []).append(v)
+        nxt = []
+        for cols, g in groups.items():
+            g.sort(key=lambda v: v[1][0])
+            for (a, ra, _), (b, rb, _) in zip(g[0::2], g[1::2], strict=True):
+                half = len(cols) // 2
+                for part in (list(cols[:half]), list(cols[half:])):
+                    mask = []
+                    for col in part:
+                        ci = cols.index(col)
+                        mask += [ci * len(ra) + k for k in range(len(ra))]
+                        mask += [width + ci * len(rb) + k for k in range(len(rb))]
+                    out.append((a, b, mask, ra + rb, part))
+                    nxt.append((n, ra + rb, part))
+                    n += 1
+        vecs = nxt
+    return out
+
+
+def _transpose_acc_out(kernel: func.FuncOp, s: Schedule, bname: str, rw: int, nv: int, w: int) -> None:
+    """Store the accumulator tile along the output row instead of across channels (the tile is
+    rw pixels x nv*w channels, NCHW wants each channel's rw pixels contiguous):
+
+        acc_t:   per channel vector cj: the rw row vectors of acc, transposed in registers by
+                 R*log2(R) shuffles (R = rw rounded up to a power of two, at most w), stored as
+                 acc_t[c * R + ow1] (a local buffer)
+        acc_out: for cj, cw { Y[.., c, oh, ow0*rw : +rw] = f(acc_t[c*R : +rw], ...) }   (rw lanes)
+
+    instead of rw*nv*w scalar extracts and stores (SqueezeNet's 3-channel stem: the stores took
+    longer than the 27-tap reduction). The epilogue runs on vectors along the row, so a residual
+    read along the row is a vector load. Raises ScheduleError where it does not apply."""
+    from xdsl.dialects import vector
+    from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnitAttr, VectorType, i64
+
+    out = s.get_block(f"{bname}_acc_out")
+    ow1, cj, cw = s.get_loops(out)[-3:]
+    if [const_index(l.ub) for l in (ow1, cj, cw)] != [rw, nv, w] or any(
+            const_index(l.lb) != 0 or const_index(l.step) != 1 for l in (ow1, cj, cw)):
+        raise ScheduleError("transpose acc_out: the tile loops are not rw x nv x w", out)
+    accs = [o for o in out.body.walk() if isinstance(o, mem.LoadOp)
+            and o.memref.name_hint == f"{bname}_acc"]
+    if len(accs) != 1 or not isinstance(accs[0].memref.owner, mem.AllocaOp):
+        raise ScheduleError("transpose acc_out: no single read of the accumulator", out)
+    acc_ld = accs[0]
+    acc = acc_ld.memref
+    elem = acc_ld.result.type
+    R = 1 << (rw - 1).bit_length()
+    if R > w or acc.type.get_shape() != (rw, nv * w):
+        raise ScheduleError("transpose acc_out: the tile does not fit the transpose", out)
+    t_op = mem.AllocaOp(MemRefType(elem, [nv * w * R]))
+    t_op.attributes[loop.PRIVATE_ATTR] = UnitAttr()
+    Rewriter.insert_op(t_op, InsertPoint.at_start(kernel.body.block))
+    acc_t = t_op.results[0]
+    acc_t.name_hint = f"{bname}_acc_t"
+    # the transpose, a block of its own (no iteration variables) right before the copy-out nest
+    blk = loop.BlockOp(f"{bname}_acc_t", [], [])
+    Rewriter.insert_op(blk, InsertPoint.before(ow1))
+    ip = InsertPoint.before(blk.body.block.last_op)
+    vt = VectorType(elem, [w])
+    for j in range(nv):
+        vals = [emit(mem.LoadOp(acc, [iconst(kernel, i), iconst(kernel, j * w)], vt), ip) for i in range(rw)]
+        vals += [vals[-1]] * (R - rw)  # padding rows: any values, never stored
+        last = []
+        for a, b, mask, _, cols in transpose_shuffles(R, w):
+            vals.append(emit(vector.ShuffleOp(vals[a], vals[b], DenseArrayBase.from_list(i64, mask),
+                                              result_type=vt), ip))
+            last.append((cols, vals[-1]))
+        for cols, v in last[-R:]:
+            Rewriter.insert_op(mem.StoreOp(v, acc_t, [iconst(kernel, (j * w + cols[0]) * R)]), ip)
+    # the copy-out reads acc_t[(cj*w + cw)*R + ow1], channels outside, the row in vector lanes
+    cj, cw, ow1 = s.reorder(cj, cw, ow1)
+    bip = InsertPoint.before(out)
+    c = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), bip), cw.induction_var), bip)
+    at = emit(arith.AddiOp(emit(arith.MuliOp(c, iconst(kernel, R)), bip), ow1.induction_var), bip)
+    new = mem.LoadOp(acc_t, [at], elem)
+    Rewriter.insert_op(new, InsertPoint.before(acc_ld))
+    acc_ld.result.replace_all_uses_with(new.result)
+    acc_ld.detach()
+    acc_ld.erase()
+    for lp in (cj, cw, ow1):
+        _drop_dead(lp.body.block)
+    s.vectorize(ow1)
+    _mark_width(ow1, rw)
+    s.unroll(cw)
+    s.unroll(cj)
+
+
 def _local_buffer(elem, dims: list[SSAValue], ip: InsertPoint, frees: list) -> SSAValue:
     from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
 
@@ -453,6 +557,12 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     fuse_at = choose("conv2d.fuse_at", "co0")
     # parallel rows: oh outside co0, so one parallel loop covers every channel panel of its rows
     rows_first = par == "oh" and not gr
+    # the tile stored along the output row (_transpose_acc_out) where every tile is whole (a
+    # clamped last tile recomputes column OW-1 in its extra lanes) and no two threads share a row
+    # (a ragged last tile moves back to end at column OW-1: shift_tile_binding)
+    transpose = (ow_ext is not None and ow_ext >= rw and (ow_ext % rw == 0 or clamp) and 2 <= rw
+                 and (1 << (rw - 1).bit_length()) <= w and par != "ow0" and choose("conv2d.transpose_out", True))
+    transposed = False
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
@@ -489,9 +599,13 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # the epilogue's level: the channel panel (co0) or the output row (oh), whichever is outer
     at = {"co0": 2, "oh": 1} if rows_first else {"co0": 1, "oh": 2}
     _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr],
-                   f"{bname}_acc_out")
+                   f"{bname}_acc_out", along_row=transpose)
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+            continue
+        if transpose and name.endswith("_acc_out") and transaction.attempt(
+                kernel, lambda s: _transpose_acc_out(kernel, s, bname, rw, nv, w)):
+            transposed = True
             continue
 
         def copies(s: Schedule, name=name, vec=True) -> None:
@@ -514,7 +628,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # loop's disjointness check (which hold for the guarded tiles: the clamped ones write the
         # same points) are done before (a regression: SqueezeNet's conv1 ran on one thread)
         live = [n for n in ragged if any(b.block_name.data == n for b in loop.blocks_of(kernel))]
-        clamp_tile_binding(kernel, live, lambda _: 3 + gr, iconst(kernel, ow_ext - 1), "conv2d rule: column")
+        if transposed:  # acc_out stores the tile as one vector along the row: it must stay inside it
+            shift_tile_binding(kernel, live, lambda _: 3 + gr, rw, ow_ext - rw, "conv2d rule: column")
+        else:
+            clamp_tile_binding(kernel, live, lambda _: 3 + gr, iconst(kernel, ow_ext - 1), "conv2d rule: column")
     if rest:
         _schedule_rest(kernel, cfg, skip=_tile_blocks(bname))
     return True
@@ -561,7 +678,7 @@ def _panels_uneven(loops: list, gr: int, panel: int) -> bool:
 
 
 def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
-                   acc_out: str | None = None) -> list[str]:
+                   acc_out: str | None = None, along_row: bool = False) -> list[str]:
     """The conv's elementwise consumers (bias, residual add, ReLU, …): inlined into one block
     (no full-size intermediate per op: ResNet's add + ReLU wrote a 1.6 MB buffer between them),
     then, with the accumulator tile's copy-out block `acc_out` (the vector path), applied to the
@@ -570,7 +687,9 @@ def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
     3.2 MB a call). Otherwise (or when that does not apply) computed per output-channel block
     under the conv's loop (`anchor`), and vectorized along the output row (the generic rule
     skips nests holding a parallel loop, so nothing else would; scalar, the epilogue took 2/3 of
-    ResNet-50's residual convs). Returns the blocks moved."""
+    ResNet-50's residual convs). `along_row`: acc_out will store along the output row
+    (_transpose_acc_out), so an epilogue reading along the row folds into it too. Returns the
+    blocks moved."""
     if not cfg.fuse_consumers:
         return []
     if choose("conv_epilogue.inline", True):
@@ -579,7 +698,8 @@ def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
         out = loop.find_block(kernel, acc_out)
         stores = [o for o in out.body.walk() if isinstance(o, mem.StoreOp)] if out is not None else []
         others = [b for b in (loop.find_block(kernel, bname), loop.find_block(kernel, f"{bname}_acc_in")) if b]
-        if len(stores) == 1 and fold_epilogue_into(kernel, out, stores[0], others, fixed_dim=3):
+        if len(stores) == 1 and fold_epilogue_into(kernel, out, stores[0], others,
+                                                   fixed_dim=None if along_row else 3):
             return []
     fused = _fuse_consumers(kernel, Schedule(kernel).get_block(bname), anchor)
     if choose("conv_epilogue.vectorize", True):
@@ -588,7 +708,7 @@ def _conv_epilogue(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str, anchor,
 
 
 def _tile_blocks(bname: str) -> set[str]:
-    return {bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"}
+    return {bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out", f"{bname}_acc_t"}
 
 
 def _strides(blk: loop.BlockOp) -> tuple[int, ...]:

@@ -148,6 +148,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("conv2d.fuse_at", ("co0", "oh"), "compute-at level of fused consumers"),
             Knob("conv2d.clamp_ow", (True, False),
                  "OW not a multiple of rw: full column tiles, the last one clamped, not a guarded one"),
+            Knob("conv2d.transpose_out", (True, False),
+                 "store the accumulator tile along the output row (transposed in registers), not per element"),
         ), _check_conv),
         RuleKnobs("conv_epilogue", (
             Knob("conv_epilogue.inline", (True, False),
