@@ -186,7 +186,9 @@ def _vectorize_body(vloop: loop.ForOp, width: int) -> None:
                     second = mem.LoadOp(op.memref, [*op.indices[:-1], last], vt)
                     second.attributes.update(op.attributes)
                     Rewriter.insert_op(second, ip)
-                    mask = [2 * k for k in range(width // 2)] + [width + 2 * k + 1 for k in range(width // 2)]
+                    # lane k is x[i + 2k]: first load's lane 2k while 2k < W, else the second's
+                    # lane 2k - (W-1) (an odd W too: a 7-wide pool row)
+                    mask = [2 * k if 2 * k < width else width + 2 * k - (width - 1) for k in range(width)]
                     shuf = vector.ShuffleOp(value, second.result, DenseArrayBase.from_list(i64, mask), result_type=vt)
                     Rewriter.insert_op(shuf, ip)
                     value = shuf.result

@@ -12,6 +12,7 @@ import minimlir.compiler.interpreter as H
 from minimlir.dialects import loop
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule.default import generic as G
+from minimlir.passes.loop.schedule.default import knobs as K
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
@@ -80,24 +81,33 @@ func.func @main(%x: tensor<1x8x20x20xf32>) -> tensor<1x8x10x10xf32> {
     assert channel.is_ancestor(copy) and loop.block_loops(copy)[-1].kind.data == "vectorize"
 
 
-def test_a_short_output_row_keeps_the_window_innermost():
-    """A 7-wide output row is below the vectorizer's minimum: with the window loops outside it, it
-    stayed scalar and read and wrote its output at every tap (0.20 ms for Inception-v2's 1024 x 7
-    x 7 max pool); the window stays innermost (the running max in a register: 0.10 ms). A 14-wide
-    row still takes the window loops out and vectorizes."""
+def test_a_short_output_row_unrolls_row_and_window():
+    """A 5-7-wide output row is below the vectorizer's minimum: with the window loops outside it,
+    it stayed scalar and read and wrote its output at every tap (0.20 ms for Inception-v2's 1024 x
+    7 x 7 max pool); with the window innermost, a loop per output (0.23 ms). Now the window loops
+    go outside and the row and the window are unrolled: every output's running max in a register
+    (0.09 ms), and the channels still run in parallel. A 14-wide row still takes the window loops
+    out and vectorizes; with generic.window_row_unroll off, a short row keeps its window innermost."""
     def pool_loops(w, s):
         o = (w + 1 - 3) // s + 1
         text = f"""
-func.func @main(%x: tensor<1x8x{w}x{w}xf32>) -> tensor<1x8x{o}x{o}xf32> {{
-  %y = graph.max_pool2d %x kernel [3, 3] strides [{s}, {s}] pads [0, 0, 1, 1] : tensor<1x8x{w}x{w}xf32> -> tensor<1x8x{o}x{o}xf32>
-  func.return %y : tensor<1x8x{o}x{o}xf32>
+func.func @main(%x: tensor<1x256x{w}x{w}xf32>) -> tensor<1x256x{o}x{o}xf32> {{
+  %y = graph.max_pool2d %x kernel [3, 3] strides [{s}, {s}] pads [0, 0, 1, 1] : tensor<1x256x{w}x{w}xf32> -> tensor<1x256x{o}x{o}xf32>
+  func.return %y : tensor<1x256x{o}x{o}xf32>
 }}"""
         m = H.legalize(text)
+        for k in m.walk():
+            if loop.is_kernel(k):
+                K.set_assignment(k, knobs)
         D.schedule_module(m, D.ScheduleConfig(width=8))
         (kernel,) = [k for k in m.walk() if loop.is_kernel(k)]
         (pool,) = [b for b in loop.blocks_of(kernel) if b.block_name.data == "max_pool2d"]
+        assert any(lp.kind.data == "parallel" for lp in loop.block_loops(pool))
         return [(lp.ub.owner.value.value.data, lp.kind.data) for lp in loop.block_loops(pool)[-3:]]
 
-    assert pool_loops(14, 2) == [(7, "serial"), (3, "serial"), (3, "serial")]  # ow, kh, kw
-    assert pool_loops(7, 1) == [(6, "serial"), (3, "serial"), (3, "serial")]
+    knobs = {}
+    assert pool_loops(14, 2) == [(3, "unroll"), (3, "unroll"), (7, "unroll")]  # kh, kw, ow
+    assert pool_loops(7, 1) == [(3, "unroll"), (3, "unroll"), (6, "unroll")]
     assert pool_loops(28, 2)[-1] == (14, "vectorize")  # kh, kw, ow
+    knobs = {"generic.window_row_unroll": False}
+    assert pool_loops(14, 2) == [(7, "serial"), (3, "serial"), (3, "serial")]  # ow, kh, kw

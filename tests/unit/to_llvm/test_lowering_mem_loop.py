@@ -257,3 +257,47 @@ def test_lowered_module_is_valid_mlir_llvm_dialect():
         )
         assert proc.returncode == 0, proc.stderr
         assert "define i32 @main" in proc.stdout or "define void" in proc.stdout
+
+
+PAIRS = """
+func.func @pairs(%x: memref<2x{n2}xf32>, %y: memref<2x{n}xf32>) attributes {{loop.kernel}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %cn = arith.constant {n} : index
+  loop.for %r = %c0 to %c2 step %c1 {{
+    loop.for %i = %c0 to %cn step %c1 vectorize {{
+      loop.block "pairs" (%vr = %r, %vi = %i) [spatial, spatial] {{
+        %j = arith.muli %vi, %c2 : index
+        %k = arith.addi %j, %c1 : index
+        %a = mem.load %x[%vr, %j] : memref<2x{n2}xf32> -> f32
+        %b = mem.load %x[%vr, %k] : memref<2x{n2}xf32> -> f32
+        %s = arith.subf %a, %b : f32
+        mem.store %s, %y[%vr, %vi] : f32, memref<2x{n}xf32>
+      }}
+    }}
+  }}
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize("width", [4, 7, 5, 8])
+def test_stride_two_loads_at_any_width(width):
+    """x[2i] and x[2i+1] along a vector loop: two vector loads and a shuffle picking x[i + 2k] for
+    lane k. An odd width (a 7-wide pool row) built a shuffle of width-1 lanes: invalid LLVM IR
+    (an operation on a vector<7> and a vector<6>)."""
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule import lower_scheduled  # noqa: F401 (imports lower_vectors' users first)
+    from minimlir.passes.loop.lower_vectors import lower_vector_loop
+
+    n = 2 * width
+    module = Parser(_context(), PAIRS.format(n=n, n2=2 * n), "<test>").parse_module()
+    (vec,) = [o for o in module.walk() if isinstance(o, loop.ForOp) and o.kind.data == "vectorize"]
+    lower_vector_loop(vec, width)
+    assert f"vector<{width}xf32>" in str(module)
+    prog = compile_mlir_text(module, pipeline="convert-vector-to-llvm,convert-to-llvm", cache=False)
+    x = np.random.default_rng(1).standard_normal((2, 2 * n)).astype(np.float32)
+    y = np.full((2, n), np.nan, np.float32)
+    prog.pairs(x, y) if hasattr(prog, "pairs") else prog(x, y)
+    np.testing.assert_array_equal(y, x[:, 0::2] - x[:, 1::2])

@@ -172,6 +172,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "fuse adjacent sibling nests level by level (a softmax's phases row by row)"),
             Knob("generic.vectorize_windows", (True, False),
                  "window reductions (pools): reduce loops outside the output loop, which is vectorized"),
+            Knob("generic.window_row_unroll", (True, False),
+                 "a window's output row of 5-7 outputs: the row and the taps unrolled, outputs in registers"),
             Knob("generic.pad_windows", (True, False),
                  "a padded window (pool) reads a padded copy of its input, so its output loop vectorizes"),
             Knob("generic.reassoc_reductions", (True, False),
