@@ -15,6 +15,7 @@ import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcas
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule import lower_scheduled
 from minimlir.passes.loop.schedule.default.matmul import register_tile
+from minimlir.passes.loop.schedule.api import const_index
 
 native_ok, native_reason = H.native_status()
 needs_native = pytest.mark.skipif(not native_ok, reason=native_reason)
@@ -494,3 +495,23 @@ def test_one_reduction_pass_where_b_panel_fits_l1(monkeypatch, k, panel):
     mod = H.legalize(many_matmuls([(64, k, 512)]))
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     assert f"memref<{panel}xf32>" in str(mod)  # B's packed panel: kc x nv*W
+
+
+@pytest.mark.parametrize("m, k, n", [(64, 16, 3025), (128, 32, 729), (64, 16, 3136)])
+def test_short_reduction_writes_row_blocks_with_b_unpacked(m, k, n):
+    """K up to two vectors (SqueezeNet's 16- and 32-channel expand 1x1 convs as matmuls) is bound by
+    writing C: B is read in place (no packed copy) and the parallel row blocks are 32 rows, not all M
+    panel by panel nor one whole-M block (3136 columns split evenly: whole_m would apply)."""
+    from minimlir.passes.loop.schedule.default import matmul as MM
+
+    assert MM.row_block_rows(D.MatmulKnobs(), k, False, m, short_k=True) == MM.SHORT_K_ROWS
+    mod = H.legalize(many_matmuls([(m, k, n)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    text = str(mod)
+    assert "pack_b" not in text
+    (kernel,) = [op for op in mod.walk() if D.loop.is_kernel(op)]
+    (par,) = [lp for lp in kernel.walk() if isinstance(lp, D.loop.ForOp) and lp.kind.data == "parallel"]
+    assert const_index(par.ub) == m // MM.SHORT_K_ROWS  # the row blocks
+    a, b = np.random.default_rng(0).standard_normal((m, k)), np.random.default_rng(1).standard_normal((k, n))
+    got = np.asarray(_compile(many_matmuls([(m, k, n)])).main(a.astype(np.float32), b.astype(np.float32)))
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)

@@ -95,6 +95,15 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv:
         nv = _largest_divisor(n_ext // W, nv)
     batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
+    # a short reduction (K up to two vectors: SqueezeNet's 16- and 32-channel expand 1x1 convs as
+    # matmuls) is bound by writing C, not by reading B: B's K rows stay in L1 unpacked (a copy per
+    # row block cost as much as the product), and row blocks of SHORT_K_ROWS rows write that many
+    # rows of C at a time, not all M panel by panel (nor as one whole-M block): 64 x 3025 x 16
+    # 0.155 -> 0.096 ms at one thread, 0.141 -> 0.082 at two; 128 x 729 x 32 at two 0.101 -> 0.071
+    k_static = const_index(loops0[-1].ub)
+    short_k = not small and k_static is not None and k_static <= 2 * W and m_ext is not None
+    fact("matmul.short_k_ok", short_k)
+    short_k = short_k and choose("matmul.short_k", True)
     # a static M of at most WHOLE_M_ROWS rows and no batch: one row block of all M rows, the
     # column panels (as many per core) split into chunks for the threads (below), so each
     # kc x nv*W panel of B is read (and packed) once, not once per row block: BERT's
@@ -105,9 +114,11 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     whole_ok = not small and m_ext is not None and m_ext <= WHOLE_M_ROWS and all(e == 1 for e in batch_exts)
     fact("matmul.whole_m_ok", whole_ok)
     whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
-                                  and (n_ext // (nv * W)) % cores() == 0)
-    pack_default = k.pack_b if k.pack_b is not None else (m_ext is not None and m_ext >= 4 * mr)
-    mc = mr if small else max(mr, (row_block_rows(k, kc, pack_default, m_ext) // mr) * mr)  # small M: one row block
+                                  and (n_ext // (nv * W)) % cores() == 0 and not short_k)
+    pack_default = (k.pack_b if k.pack_b is not None else
+                    (m_ext is not None and m_ext >= 4 * mr and not short_k))
+    # (small M: one row block)
+    mc = mr if small else max(mr, (row_block_rows(k, kc, pack_default, m_ext, short_k) // mr) * mr)
     if not whole_m and not small and m_ext is not None and m_ext > mc:
         # the row blocks are the parallel chunks: an even number of about equal ones (M = 128,
         # mr = 6: two of 66 rows, not 60 + 60 + 8, which leaves one of two threads idle a third)
@@ -271,16 +282,20 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 
 WHOLE_M_ROWS = 256  # a static M up to this runs as one row block (schedule_matmul: whole_m)
 ROW_BLOCK_ROWS = 64  # rows per row block when B is not packed
+SHORT_K_ROWS = 32  # rows per row block for a reduction of at most two vectors (schedule_matmul)
 
 
-def row_block_rows(k, kc: int, pack_b: bool, m: int | None) -> int:
+def row_block_rows(k, kc: int, pack_b: bool, m: int | None, short_k: bool = False) -> int:
     """Rows per row block before the split into an even number of parallel chunks: the knob when
-    set; else, where B's panel is packed (again for every row block), up to half of M (two chunks
-    at least) but no more than keep A's mc x kc block in a quarter of the L2 cache (ResNet-50's
-    1024 x 256 x 196 1x1 convs: 512 rows, two packs of B instead of sixteen, 0.72 against 0.81 ms;
-    512 x 128 x 784: 256 rows, 0.82 against 0.89), at least ROW_BLOCK_ROWS."""
+    set; SHORT_K_ROWS for a short reduction (schedule_matmul); else, where B's panel is packed
+    (again for every row block), up to half of M (two chunks at least) but no more than keep A's
+    mc x kc block in a quarter of the L2 cache (ResNet-50's 1024 x 256 x 196 1x1 convs: 512 rows,
+    two packs of B instead of sixteen, 0.72 against 0.81 ms; 512 x 128 x 784: 256 rows, 0.82
+    against 0.89), at least ROW_BLOCK_ROWS."""
     if k.mc:
         return k.mc
+    if short_k:
+        return SHORT_K_ROWS
     if not pack_b or m is None:
         return ROW_BLOCK_ROWS
     return max(ROW_BLOCK_ROWS, min(l2_bytes() // 4 // (4 * kc), -(-m // 2)))
