@@ -7,7 +7,7 @@
 // CHECK-NEXT:    %[[S:.*]] = llvm.fadd %[[A]], %[[C]] : f32
 // CHECK-NEXT:    %[[M:.*]] = llvm.fmul %[[S]], %[[B]] : f32
 // CHECK-NEXT:    %[[N:.*]] = llvm.fneg %[[M]] : f32
-// CHECK-NEXT:    %[[X:.*]] = llvm.intr.maximum(%[[N]], %[[A]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[X:.*]] = llvm.intr.maximum(%[[N]], %[[A]]) {fastmathFlags = #llvm.fastmath<nsz>} : (f32, f32) -> f32
 // CHECK-NEXT:    %[[Y:.*]] = llvm.intr.minnum(%[[X]], %[[B]]) : (f32, f32) -> f32
 // CHECK-NEXT:    func.return %[[Y]] : f32
 // FAST-LABEL: func.func @float_ops
@@ -46,7 +46,7 @@ func.func @index_ops(%i: index) -> i32 {
 // CHECK-SAME:    (%[[V:.*]]: vector<8xf32>)
 // CHECK-NEXT:    %[[C:.*]] = llvm.mlir.constant(dense<2.000000e+00> : vector<8xf32>) : vector<8xf32>
 // CHECK-NEXT:    %[[M:.*]] = llvm.fmul %[[V]], %[[C]] : vector<8xf32>
-// CHECK-NEXT:    %[[X:.*]] = llvm.intr.maximum(%[[M]], %[[C]]) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NEXT:    %[[X:.*]] = llvm.intr.maximum(%[[M]], %[[C]]) {fastmathFlags = #llvm.fastmath<nsz>} : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK-NEXT:    func.return %[[X]] : vector<8xf32>
 func.func @vector_ops(%v: vector<8xf32>) -> vector<8xf32> {
   %c = arith.constant dense<2.0> : vector<8xf32>
