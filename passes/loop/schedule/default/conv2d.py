@@ -598,8 +598,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     )
     # the epilogue's level: the channel panel (co0) or the output row (oh), whichever is outer
     at = {"co0": 2, "oh": 1} if rows_first else {"co0": 1, "oh": 2}
+    # (a ragged row's last tile, moved back, recomputes columns: an epilogue reading along the row
+    # stays a block of its own there, so a residual whose buffer the output takes is read once)
     _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr],
-                   f"{bname}_acc_out", along_row=transpose)
+                   f"{bname}_acc_out", along_row=transpose and ow_ext % rw == 0)
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
