@@ -14,9 +14,9 @@ and bias (`_fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 1
 pixels, MATMUL_MIN_PIXEL_VECTORS: at 13x13 the conv stays faster) become matmuls over the pixels
 (onnxruntime runs them as a GEMM too):
 
-  * group 1, [O, C] x [N, C, H*W], when C fits the matmul's reduction tile (one pass: the
-    epilogue runs on the accumulator registers) and the result feeds no concat that copies: the conv rule
-    keeps its accumulator tile across output channels, so its stores to NCHW scatter (ResNet-50's
+  * group 1, [O, C] x [N, C, H*W], when neither its input comes from nor its result feeds a
+    concat that copies: the conv rule keeps its accumulator tile across output channels, so its
+    stores to NCHW scatter, and it reads the input row by row across all C channels (ResNet-50's
     64 -> 256 1x1 convs at 56x56 ran at 42 GFLOP/s, 2.8x onnxruntime's time; as a matmul, 1.2x).
     The conv's chain of elementwise consumers (bias, residual add, ReLU) moves before the final
     reshape (`_sink_reshape`), so graph-fuse fuses it into the matmul;
@@ -144,14 +144,16 @@ def _as_matmul(op: graph.Conv2dOp, cfg) -> bool:
     if group > 1:
         if conv_weight_tile(og, cfg) >= 2 * cfg.width:
             return False
-    elif (cg > cfg.matmul.tile_k() or any(_copying_concat(u.operation) for u in end.uses)
-          or _copying_concat(op.input.owner)):
-        # group 1: only where the matmul runs its reduction in one pass (C <= kc), so the
-        # epilogue is applied in registers (loop-schedule's matmul.epilogue_in_registers), and
-        # neither the input comes from nor the result feeds a concat that copies (graph-fuse
-        # fuses the reshape into such a concat, which then copies element by element:
+    elif any(_copying_concat(u.operation) for u in end.uses) or _copying_concat(op.input.owner):
+        # group 1: where neither the input comes from nor the result feeds a concat that copies
+        # (graph-fuse fuses the reshape into such a concat, which then copies element by element:
         # SqueezeNet's fire modules got 0.2 ms slower each). A concat whose parts are contiguous
-        # stays apart and costs no copy (mem-concat-in-place)
+        # stays apart and costs no copy (mem-concat-in-place). Also where C is above the matmul's
+        # reduction tile (its epilogue then runs on C after the last k block, not in registers):
+        # the conv rule's tile read its NCHW input row by row across all C channels and lost at
+        # two threads (ResNet-50's 1024 -> 256 at 14x14: 0.52 ms a call in the model, 0.43 as a
+        # matmul; whole models at 2 threads, interleaved: ResNet-50 34.5 -> 33.4 ms, DenseNet-121
+        # 27.5 -> 26.6, Inception-v2 17.8 -> 17.5; at one thread within 2%)
         return False
     elt = op.input.type.get_element_type()  # type: ignore[union-attr]
     new: list = []
