@@ -424,12 +424,12 @@ def test_packed_b_is_one_panel_under_column_chunks(monkeypatch):
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "cores", lambda: 2)
-    monkeypatch.setattr(MM, "l1d_bytes", lambda: 32 << 10)  # K = 300 in two k blocks
-    mod = H.legalize(many_matmuls([(128, 300, 512)]))
+    monkeypatch.setattr(MM, "l1d_bytes", lambda: 32 << 10)  # K = 700 in two k blocks
+    mod = H.legalize(many_matmuls([(128, 700, 512)]))
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     text = str(mod)
     assert "matmul_pack_b" in text
-    assert "memref<256x32xf32>" in text and "memref<256x256xf32>" not in text
+    assert "memref<512x32xf32>" in text and "memref<512x256xf32>" not in text
 
 
 RAGGED_ONE_BLOCK = [(48, 256, 169), (16, 96, 3025), (32, 128, 729), (40, 300, 200)]
@@ -485,15 +485,17 @@ def test_row_blocks_grow_to_what_l2_holds_where_b_is_packed(monkeypatch):
     assert MM.row_block_rows(D.MatmulKnobs(mc=32), 256, True, 1024) == 32  # the knob wins
 
 
-@pytest.mark.parametrize("k, panel", [(384, "384x32"), (512, "256x32"), (320, "320x32")])
-def test_one_reduction_pass_where_b_panel_fits_l1(monkeypatch, k, panel):
-    """K in one reduction tile when B's K x nv*W panel fits L1 (48 KB: K up to 384 with 32-float
-    panels), so the epilogue runs on the accumulator registers; a larger K keeps kc = 256."""
+@pytest.mark.parametrize("k, panel, width", [(384, "384x32", 16), (512, "512x32", 16), (2048, "512x32", 16),
+                                              (768, "768x16", 8), (1024, "512x16", 8)])
+def test_one_reduction_pass_up_to_the_wide_tile(monkeypatch, k, panel, width):
+    """K in one reduction tile up to WIDE_KC (512), so the epilogue runs on the accumulator
+    registers; a longer K in tiles of 512, or in one where B's K x nv*W panel fits L1 (48 KB: K up
+    to 768 with 16-float panels)."""
     from minimlir.passes.loop.schedule.default import matmul as MM
 
     monkeypatch.setattr(MM, "l1d_bytes", lambda: 48 << 10)
     mod = H.legalize(many_matmuls([(64, k, 512)]))
-    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    D.schedule_module(mod, D.ScheduleConfig(width=width))
     assert f"memref<{panel}xf32>" in str(mod)  # B's packed panel: kc x nv*W
 
 

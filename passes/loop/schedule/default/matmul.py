@@ -71,9 +71,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # and nv' <= nv dividing N / W, unless that would halve the tile
     loops0 = _direct_loops(blk)
     m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
-    # (a wider kc for a K up to 512, one pass so the epilogue runs in registers, measured slower:
-    # B's 512 x 32 panel no longer fits L1, BERT's 128x512x2048 matmul 100 -> 60 GFLOP/s)
-    kc = k.tile_k()
+    kc = k.tile_k()  # (the row blocks are sized for it; the reduction tile is widened below)
     small = m_ext is not None and m_ext <= min(mr, k.small_m)
     if small:
         mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
@@ -128,11 +126,18 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # packing B pays off when its panel is reused by many row tiles: a static M of several
     # tiles (a dynamic M may be 1, a decode step, where the copy doubles the traffic on B)
     fact("matmul.M", m_ext), fact("matmul.N", n_ext), fact("matmul.fit_width", W)
-    # the whole K in one reduction tile where B's K x nv*W panel fits L1: the epilogue then runs
-    # on the accumulator registers, not on C after the last k block (ViT's 197 x 384 x 1536 matmul
-    # with its GELU: 1.98 against 2.12 ms); BERT's K = 512 panel (64 KB) does not fit and ran slower
-    # (not where kc is set: the knob, or a tuned record's kc)
+    # the reduction tile WIDE_KC unless kc is set (the knob, or a tuned record's kc): a K up to it
+    # runs in one pass, its epilogue on the accumulator registers, and a longer K in half as many
+    # k blocks (each reloads and stores the accumulators). B's 512 x 32 panel is 64 KB, more than
+    # L1, and once ran slower; with B packed per panel it runs faster: BERT (4 layers, d512)
+    # 25.1 -> 24.1 ms at one thread, 15.4 -> 13.9 at two (its 128 x 512 x 2048 matmul + GELU
+    # 8.7 -> 8.2 ms and 5.0 -> 4.4 per inference); the CNNs' 1x1 convs within 1%
     k_ext = const_index(loops0[-1].ub)
+    if not small and not k.kc:
+        kc = max(kc, WIDE_KC) if k_ext is None else min(max(kc, WIDE_KC), max(kc, k_ext))
+    # the whole K in one reduction tile where B's K x nv*W panel fits L1 (a K above WIDE_KC with
+    # narrow vectors): the epilogue then runs on the accumulator registers, not on C after the
+    # last k block (ViT's 197 x 384 x 1536 matmul with its GELU: 1.98 against 2.12 ms at kc 256)
     one_pass_ok = not small and k_ext is not None and kc < k_ext
     kc0 = kc
     mr, nv, W, mc, kc = (choose(f"matmul.{n}", v) for n, v in (("mr", mr), ("nv", nv), ("width", W),
@@ -283,6 +288,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
 WHOLE_M_ROWS = 256  # a static M up to this runs as one row block (schedule_matmul: whole_m)
 ROW_BLOCK_ROWS = 64  # rows per row block when B is not packed
 SHORT_K_ROWS = 32  # rows per row block for a reduction of at most two vectors (schedule_matmul)
+WIDE_KC = 512  # the reduction tile where kc is not set (schedule_matmul)
 
 
 def row_block_rows(k, kc: int, pack_b: bool, m: int | None, short_k: bool = False) -> int:
