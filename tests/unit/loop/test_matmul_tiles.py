@@ -429,7 +429,7 @@ def test_packed_b_is_one_panel_under_column_chunks(monkeypatch):
     D.schedule_module(mod, D.ScheduleConfig(width=16))
     text = str(mod)
     assert "matmul_pack_b" in text
-    assert "memref<512x32xf32>" in text and "memref<512x256xf32>" not in text
+    assert "memref<512x64xf32>" in text and "memref<512x256xf32>" not in text  # kc x nv*W (6 x 4 tile)
 
 
 RAGGED_ONE_BLOCK = [(48, 256, 169), (16, 96, 3025), (32, 128, 729), (40, 300, 200)]
@@ -517,3 +517,17 @@ def test_short_reduction_writes_row_blocks_with_b_unpacked(m, k, n):
     a, b = np.random.default_rng(0).standard_normal((m, k)), np.random.default_rng(1).standard_normal((k, n))
     got = np.asarray(_compile(many_matmuls([(m, k, n)])).main(a.astype(np.float32), b.astype(np.float32)))
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m, k, n, tile", [(128, 512, 2048, "6x64"), (197, 384, 1536, "6x64"),
+                                           (64, 512, 2048, "8x32"), (128, 128, 2048, "8x32"), (128, 512, 784, "8x16")])
+def test_wide_b_takes_a_six_by_four_vector_tile(m, k, n, tile):
+    """N a multiple of 4 vectors with K and M long (BERT's and ViT's projections and MLPs): a 6 x 4-
+    vector register tile (matmul.wide_tile); otherwise 8 x 2 with 32 registers. Checked natively."""
+    mod = H.legalize(many_matmuls([(m, k, n)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=16))
+    assert f"memref<{tile}xf32>" in str(mod)  # the accumulator tile
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    got = np.asarray(_compile(many_matmuls([(m, k, n)])).main(a, b))
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=2e-3)
