@@ -736,18 +736,34 @@ def test_projection_shortcut_native(case):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def _scheduled_epilogue(kind: str, knobs: dict | None = None):
+    """The 8 -> 64 3x3 conv at 14x14 with epilogue `kind`, fused and scheduled (under `knobs`):
+    its kernel, and the kernel's full-size (1x64x14x14) buffers."""
+    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), kind)
+    m = _fused(text)
+    for k in m.walk():
+        if knobs and D.loop.is_kernel(k):
+            K.set_assignment(k, knobs)
+    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
+    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
+            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    return kernel, full
+
+
+TRANSPOSED_TILE_BLOCKS = ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_t", "conv2d_acc_out"]
+
+
+def _tile_blocks(kernel) -> list[str]:
+    return [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
+
+
 def test_conv_residual_epilogue_is_applied_to_the_transposed_tile():
     """ResNet's residual add + ReLU after a vector-path conv whose tile is stored along the output
     row (conv2d.transpose_out): applied in the tile's copy-out, on vectors along the row (the
     residual is a vector load there), so the conv's output is never a full-size buffer of its own."""
-    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), "add_relu")
-    m = _fused(text)
-    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
-    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
-    names = [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
-    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_t", "conv2d_acc_out"], names
-    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
-            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    kernel, full = _scheduled_epilogue("add_relu")
+    assert _tile_blocks(kernel) == TRANSPOSED_TILE_BLOCKS
     assert not full
     out = D.loop.find_block(kernel, "conv2d_acc_out")
     inner = D.loop.block_loops(out)[-1]
@@ -761,17 +777,9 @@ def test_conv_residual_epilogue_is_one_vectorized_block():
     own output buffer is allocated at full size), computed under the conv's parallel channel-block
     loop, vectorized along the output row (it was two scalar nests, 2/3 of ResNet-50's residual
     convs)."""
-    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), "add_relu")
-    m = _fused(text)
-    for k in m.walk():
-        if D.loop.is_kernel(k):
-            K.set_assignment(k, {"conv2d.transpose_out": False})
-    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
-    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
+    kernel, full = _scheduled_epilogue("add_relu", {"conv2d.transpose_out": False})
     epi = [b for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d")]
     assert len(epi) == 1, [b.block_name.data for b in D.loop.blocks_of(kernel)]
-    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
-            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
     assert len(full) == 1
     par = [l for l in kernel.walk() if isinstance(l, D.loop.ForOp) and l.kind.data == "parallel"]
     assert any(p.is_ancestor(epi[0]) for p in par)
@@ -784,14 +792,8 @@ def test_conv_channel_epilogue_applied_to_the_register_tile(kind):
     shift) is applied to the accumulator tile before its one store: the conv's output is no
     longer a full-size kernel-local buffer written by the tile and read back by a separate
     epilogue nest (ResNet-50's 7x7 stem: 3.2 MB a call, 2.2 -> 1.9 ms)."""
-    text, _, _ = _epilogue_case((1, 8, 14, 14, 64, 3, 1, 1), kind)
-    m = _fused(text)
-    assert list(D.schedule_module(m, D.ScheduleConfig(width=16)).values()) == ["conv2d"]
-    (kernel,) = [k for k in m.walk() if D.loop.is_kernel(k)]
-    names = [b.block_name.data for b in D.loop.blocks_of(kernel) if not b.block_name.data.startswith("conv2d_pad")]
-    assert names == ["conv2d_wpack", "conv2d_acc_in", "conv2d", "conv2d_acc_t", "conv2d_acc_out"], names
-    full = [a for a in kernel.walk() if a.name in ("mem.alloc", "mem.alloca")
-            and a.results[0].type.get_shape() == (1, 64, 14, 14)]
+    kernel, full = _scheduled_epilogue(kind)
+    assert _tile_blocks(kernel) == TRANSPOSED_TILE_BLOCKS
     assert not full
     (out,) = [b for b in D.loop.blocks_of(kernel) if b.block_name.data == "conv2d_acc_out"]
     assert {o.name for o in out.body.walk()} >= ({"arith.maximumf"} if kind == "relu" else {"arith.mulf", "arith.addf"})
