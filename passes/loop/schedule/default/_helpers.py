@@ -325,10 +325,7 @@ def clamp_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[
         v = materialize_form(form, kernel, body_ip)
         clamped = emit(arith.MinSIOp(v, last), InsertPoint.after(v.owner) if isinstance(v.owner, Operation)
                        else body_ip)
-        arg = blk.body.block.args[p]
-        for u in list(arg.uses):
-            u.operation.operands = [clamped if x is arg else x for x in u.operation.operands]
-
+        _rebind(blk, p, clamped)
 
 
 def shift_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[[str], int], tile: int,
@@ -357,9 +354,15 @@ def shift_tile_binding(kernel: func.FuncOp, names: Sequence[str], pos: Callable[
         v = materialize_form(start, kernel, InsertPoint.before(t))
         shifted = emit(arith.MinSIOp(v, iconst(kernel, last_start)), InsertPoint.before(t))
         point = emit(arith.AddiOp(shifted, t.induction_var), InsertPoint.at_start(t.body.block))
-        arg = blk.body.block.args[p]
-        for u in list(arg.uses):
-            u.operation.operands = [point if x is arg else x for x in u.operation.operands]
+        _rebind(blk, p, point)
+
+
+def _rebind(blk: loop.BlockOp, p: int, value) -> None:
+    """Uses of `blk`'s iteration variable `p` read `value` instead (its binding stays)."""
+    arg = blk.body.block.args[p]
+    for u in list(arg.uses):
+        u.operation.operands = [value if x is arg else x for x in u.operation.operands]
+
 
 def _mark_width(for_op: loop.ForOp, width: int) -> None:
     from xdsl.dialects.builtin import IntegerAttr

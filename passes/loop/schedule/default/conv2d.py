@@ -34,12 +34,12 @@ from minimlir.passes.loop.schedule.default._helpers import (
     _short_loop_width,
     _vectorize_fused,
     clamp_tile_binding,
-    shift_tile_binding,
     cores,
     exact_tile_loops,
     fit_width,
     fold_epilogue_into,
     l2_bytes,
+    shift_tile_binding,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
@@ -403,6 +403,11 @@ def transpose_shuffles(rows: int, width: int) -> list[tuple[int, int, list[int],
     return out
 
 
+def _transpose_rows(rw: int) -> int:
+    """The rows R of the acc_out transpose for a tile of rw columns: rw rounded up to a power of two."""
+    return 1 << (rw - 1).bit_length()
+
+
 def _transpose_acc_out(kernel: func.FuncOp, s: Schedule, bname: str, rw: int, nv: int, w: int) -> None:
     """Store the accumulator tile along the output row instead of across channels (the tile is
     rw pixels x nv*w channels, NCHW wants each channel's rw pixels contiguous):
@@ -430,7 +435,7 @@ def _transpose_acc_out(kernel: func.FuncOp, s: Schedule, bname: str, rw: int, nv
     acc_ld = accs[0]
     acc = acc_ld.memref
     elem = acc_ld.result.type
-    R = 1 << (rw - 1).bit_length()
+    R = _transpose_rows(rw)
     if R > w or acc.type.get_shape() != (rw, nv * w):
         raise ScheduleError("transpose acc_out: the tile does not fit the transpose", out)
     t_op = mem.AllocaOp(MemRefType(elem, [nv * w * R]))
@@ -561,7 +566,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # clamped last tile recomputes column OW-1 in its extra lanes) and no two threads share a row
     # (a ragged last tile moves back to end at column OW-1: shift_tile_binding)
     transpose = (ow_ext is not None and ow_ext >= rw and (ow_ext % rw == 0 or clamp) and 2 <= rw
-                 and (1 << (rw - 1).bit_length()) <= w and par != "ow0" and choose("conv2d.transpose_out", True))
+                 and _transpose_rows(rw) <= w and par != "ow0" and choose("conv2d.transpose_out", True))
     transposed = False
 
     def main(s: Schedule) -> None:

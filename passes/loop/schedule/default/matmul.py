@@ -70,12 +70,11 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # trip count, and its accumulator falls back to memory): the largest mr' <= mr dividing M
     # and nv' <= nv dividing N / W, unless that would halve the tile
     loops0 = _direct_loops(blk)
-    m_ext, n_ext = const_index(loops0[-3].ub), const_index(loops0[-2].ub)
-    k_len = const_index(loops0[-1].ub)
+    m_ext, n_ext, k_ext = (const_index(lp.ub) for lp in loops0[-3:])
     # a wide B (N a multiple of 4 vectors, K and M long: BERT's and ViT's projections and MLPs): a
     # 6 x 4-vector tile, 4 B vectors per 24 FMAs rather than 2 per 16 (8 x 2)
-    wide_ok = (not k.mr and not k.nv and cfg.vector_registers >= 32 and None not in (m_ext, n_ext, k_len)
-               and n_ext % (WIDE_NV * W) == 0 and n_ext >= 8 * W and k_len >= 256 and m_ext >= 128)
+    wide_ok = (not k.mr and not k.nv and cfg.vector_registers >= 32 and None not in (m_ext, n_ext, k_ext)
+               and n_ext % (WIDE_NV * W) == 0 and n_ext >= 8 * W and k_ext >= 256 and m_ext >= 128)
     fact("matmul.wide_ok", wide_ok)
     if wide_ok and choose("matmul.wide_tile", True):
         mr, nv = WIDE_MR, WIDE_NV
@@ -106,8 +105,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # row block cost as much as the product), and row blocks of SHORT_K_ROWS rows write that many
     # rows of C at a time, not all M panel by panel (nor as one whole-M block): 64 x 3025 x 16
     # 0.155 -> 0.096 ms at one thread, 0.141 -> 0.082 at two; 128 x 729 x 32 at two 0.101 -> 0.071
-    k_static = const_index(loops0[-1].ub)
-    short_k = not small and k_static is not None and k_static <= 2 * W and m_ext is not None
+    short_k = not small and k_ext is not None and k_ext <= 2 * W and m_ext is not None
     fact("matmul.short_k_ok", short_k)
     short_k = short_k and choose("matmul.short_k", True)
     # a static M of at most WHOLE_M_ROWS rows and no batch: one row block of all M rows, the
@@ -140,7 +138,6 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # L1, and once ran slower; with B packed per panel it runs faster: BERT (4 layers, d512)
     # 25.1 -> 24.1 ms at one thread, 15.4 -> 13.9 at two (its 128 x 512 x 2048 matmul + GELU
     # 8.7 -> 8.2 ms and 5.0 -> 4.4 per inference); the CNNs' 1x1 convs within 1%
-    k_ext = const_index(loops0[-1].ub)
     if not small and not k.kc:
         kc = max(kc, WIDE_KC) if k_ext is None else min(max(kc, WIDE_KC), max(kc, k_ext))
     # the whole K in one reduction tile where B's K x nv*W panel fits L1 (a K above WIDE_KC with
