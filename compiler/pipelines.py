@@ -37,11 +37,11 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile-whole-module": NamedPipeline(
-        "graph-strength-reduce,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
+        "graph-strength-reduce,graph-layout,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
         "loop-fuse,graph-simplify-dims,loop-mark-inplace",
         "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
-        "symbolic dims, weights packed in the kernels' layouts once at load time, fusion, legalization, kernel "
-        "fusion (the split lowering runs it in the caller's process).",
+        "conv chains in the channel-blocked layout, symbolic dims, weights packed in the kernels' layouts once "
+        "at load time, fusion, legalization, kernel fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(
         "loop-schedule,graph-bufferize,mem-concat-in-place,mem-reuse-inputs,mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-math-to-polynomials,"

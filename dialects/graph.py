@@ -233,6 +233,26 @@ def conv2d_output_shape(
     ]
 
 
+def blocked_shape(shape: Shape, block: int) -> list[int]:
+    """(N, C, H, W) -> (N, C/block, H, W, block): the channel-blocked (NCHW{block}c) activation
+    layout of graph-layout; `shape` itself when block is 0."""
+    if not block:
+        return list(shape)
+    n, c, h, w = shape
+    return [n, c // block if c >= 0 else -1, h, w, block]
+
+
+def unblocked_shape(shape: Shape, block: int) -> list[int]:
+    """(N, C/block, H, W, block) -> (N, C, H, W); `shape` itself when block is 0."""
+    if not block:
+        return list(shape)
+    if len(shape) != 5 or shape[4] != block:
+        raise ShapeError(f"a channel-blocked (block {block}) tensor must have shape (N, C/{block}, H, W, {block}), "
+                         f"got {format_shape(shape)}")
+    n, cb, h, w, _ = shape
+    return [n, cb * block if cb >= 0 else -1, h, w]
+
+
 def unpacked_weight_shape(weight_shape: Shape, tile: int) -> list[int]:
     """A conv weight's logical (O, C/group, KH, KW) shape: itself, or of an OIHW{tile}o packing."""
     if not tile or len(weight_shape) != 5:
@@ -1180,6 +1200,10 @@ class Conv2dOp(IRDLOperation):
     With `weight_tile T` (graph-pack-weights) the weight is pre-packed in output-channel panels
     (OIHW{T}o, onnxruntime's and TVM's NCHWc weight layout): a (O/T, C/group, KH, KW, T) tensor
     with W[o, c, kh, kw] at [o floordiv T, c, kh, kw, o mod T].
+
+    With `block B` (graph-layout) input and result are channel-blocked, NCHW{B}c: X[n, c, h, w]
+    at [n, c floordiv B, h, w, c mod B], a (N, C/B, H, W, B) tensor (group 1, C and O multiples
+    of B).
     """
 
     name = "graph.conv2d"
@@ -1194,12 +1218,13 @@ class Conv2dOp(IRDLOperation):
     dilations = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     group = prop_def(IntegerAttr[_I64], default_value=_i64(1))
     weight_tile = prop_def(IntegerAttr[_I64], default_value=_i64(0))
+    block = prop_def(IntegerAttr[_I64], default_value=_i64(0))
 
     traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? (`strides` $strides^)? (`pads` $pads^)? "
-        "(`dilations` $dilations^)? (`group` $group^)? (`weight_tile` $weight_tile^)? attr-dict "
-        "`:` functional-type(operands, results)"
+        "(`dilations` $dilations^)? (`group` $group^)? (`weight_tile` $weight_tile^)? (`block` $block^)? "
+        "attr-dict `:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -1212,10 +1237,12 @@ class Conv2dOp(IRDLOperation):
         dilations: Sequence[int] = (1, 1),
         group: int = 1,
         weight_tile: int = 0,
+        block: int = 0,
     ):
         try:
             ws = unpacked_weight_shape(_shape(weight), weight_tile)
-            shape = conv2d_output_shape(_shape(input), ws, strides, pads, dilations)
+            xs = unblocked_shape(_shape(input), block)
+            shape = blocked_shape(conv2d_output_shape(xs, ws, strides, pads, dilations), block)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         super().__init__(
@@ -1227,8 +1254,14 @@ class Conv2dOp(IRDLOperation):
                 "dilations": _ints(dilations),
                 "group": _i64(group),
                 "weight_tile": _i64(weight_tile),
+                "block": _i64(block),
             },
         )
+
+    @property
+    def blocked(self) -> int:
+        """The channel block of a blocked (NCHW{B}c) input and result (0: NCHW)."""
+        return self.block.value.data
 
     @property
     def tile(self) -> int:
@@ -1247,6 +1280,18 @@ class Conv2dOp(IRDLOperation):
         _check_same_element_type(self, operands + [("result", self.result)])
         _check_element_kind(_elt(self.input), "float", "input")
         xs, ws = _shape(self.input), _shape(self.weight)
+        b = self.blocked
+        if b < 0:
+            raise VerifyException(f"block must be >= 0, got {b}")
+        if b:
+            try:
+                xs = unblocked_shape(xs, b)
+            except ShapeError as e:
+                raise VerifyException(str(e)) from e
+            if self.group.value.data != 1:
+                raise VerifyException("a channel-blocked conv2d must have group 1")
+            if self.weight_shape()[0] >= 0 and self.weight_shape()[0] % b:
+                raise VerifyException(f"block {b} must divide the output channels ({self.weight_shape()[0]})")
         if len(xs) != 4:
             raise VerifyException(f"input must have rank 4 (NCHW), got {format_shape(xs)}")
         if self.tile < 0:
@@ -1283,7 +1328,7 @@ class Conv2dOp(IRDLOperation):
                     f"bias shape {format_shape(bs)} must be ({'?' if o < 0 else o}), one per output channel"
                 )
         try:
-            shape = conv2d_output_shape(xs, ws, strides, pads, dilations)
+            shape = blocked_shape(conv2d_output_shape(xs, ws, strides, pads, dilations), b)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         _check_result_shape(shape, self.result)
@@ -1301,17 +1346,25 @@ class _Pool2dOp(IRDLOperation, ABC):
     strides = prop_def(DenseArrayBase.constr(i64), default_value=_ints((1, 1)))
     pads = prop_def(DenseArrayBase.constr(i64), default_value=_ints((0, 0, 0, 0)))
     ceil_mode = prop_def(BoolAttr, default_value=IntegerAttr.from_bool(False))
+    block = prop_def(IntegerAttr[_I64], default_value=_i64(0))
 
     irdl_options = (ParsePropInAttrDict(),)  # booleans print as `{ceil_mode = true}`
     traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
     assembly_format = (
         "$input `kernel` $kernel (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)? "
-        "attr-dict `:` type($input) `->` type($result)"
+        "(`block` $block^)? attr-dict `:` type($input) `->` type($result)"
     )
 
-    def _build(self, input, kernel, strides, pads, dilations, ceil_mode, **extra: Attribute) -> None:
+    @property
+    def blocked(self) -> int:
+        """The channel block of a blocked (NCHW{B}c, graph-layout) input and result (0: NCHW)."""
+        return self.block.value.data
+
+    def _build(self, input, kernel, strides, pads, dilations, ceil_mode, block: int = 0,
+               **extra: Attribute) -> None:
         try:
-            shape = pool2d_output_shape(_shape(input), kernel, strides, pads, dilations, ceil_mode)
+            xs = unblocked_shape(_shape(input), block)
+            shape = blocked_shape(pool2d_output_shape(xs, kernel, strides, pads, dilations, ceil_mode), block)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         super().__init__(
@@ -1323,6 +1376,7 @@ class _Pool2dOp(IRDLOperation, ABC):
                 "pads": _ints(pads),
                 "dilations": _ints(dilations),
                 "ceil_mode": _bool(ceil_mode),
+                "block": _i64(block),
                 **extra,
             },
         )
@@ -1330,14 +1384,20 @@ class _Pool2dOp(IRDLOperation, ABC):
     def verify_(self) -> None:
         _check_valid_shape(self)
         _check_same_element_type(self, [("input", self.input), ("result", self.result)])
-        xs = _shape(self.input)
+        xs, b = _shape(self.input), self.blocked
+        if b < 0:
+            raise VerifyException(f"block must be >= 0, got {b}")
+        try:
+            xs = unblocked_shape(xs, b)
+        except ShapeError as e:
+            raise VerifyException(str(e)) from e
         if len(xs) != 4:
             raise VerifyException(f"input must have rank 4 (NCHW), got {format_shape(xs)}")
         kernel, strides, pads = self.kernel.get_values(), self.strides.get_values(), self.pads.get_values()
         dilations = self.dilations.get_values()
         _check_window_params(kernel, strides, pads, dilations)
         try:
-            shape = pool2d_output_shape(xs, kernel, strides, pads, dilations, bool(self.ceil_mode))
+            shape = blocked_shape(pool2d_output_shape(xs, kernel, strides, pads, dilations, bool(self.ceil_mode)), b)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         _check_result_shape(shape, self.result)
@@ -1357,8 +1417,9 @@ class MaxPool2dOp(_Pool2dOp):
         pads: Sequence[int] = (0, 0, 0, 0),
         dilations: Sequence[int] = (1, 1),
         ceil_mode: bool = False,
+        block: int = 0,
     ):
-        self._build(input, kernel, strides, pads, dilations, ceil_mode)
+        self._build(input, kernel, strides, pads, dilations, ceil_mode, block)
 
 
 @irdl_op_definition
@@ -1378,8 +1439,9 @@ class AvgPool2dOp(_Pool2dOp):
         ceil_mode: bool = False,
         count_include_pad: bool = False,
         dilations: Sequence[int] = (1, 1),
+        block: int = 0,
     ):
-        self._build(input, kernel, strides, pads, dilations, ceil_mode,
+        self._build(input, kernel, strides, pads, dilations, ceil_mode, block,
                     count_include_pad=_bool(count_include_pad))
 
 

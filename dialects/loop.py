@@ -450,7 +450,7 @@ def blocks_of(root: Operation) -> list[BlockOp]:
 #     loop.block "conv2d" (...) [...] {...} {kind = "conv2d", groups = 32 : i64, depthwise,
 #                                            strides = [1 : i64, 1 : i64], dilations = [...]}
 KIND_ATTR = "kind"
-STAMP_PARAMS = ("batch", "groups", "depthwise", "strides", "dilations")
+STAMP_PARAMS = ("batch", "groups", "depthwise", "strides", "dilations", "block")
 
 
 def stamp_kind(blk: BlockOp, kind: str, **params: int | bool | Sequence[int]) -> BlockOp:

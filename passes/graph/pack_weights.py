@@ -10,7 +10,7 @@ graph-lift-params then runs once, at load time, instead of in every call:
     %y = graph.conv2d %x, %p pads [1, 1, 1, 1] weight_tile 32 : (…, tensor<2x32x3x3x32xf32>) -> …
 
 First a per-channel Mul and Add after a conv (a batch norm left as such) fold into its weight
-and bias (`_fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 12 vectors of
+and bias (`fold_scale_shift`). Then 1x1 convs (stride 1, no padding, at least 12 vectors of
 pixels, MATMUL_MIN_PIXEL_VECTORS: at 13x13 the conv stays faster) become matmuls over the pixels
 (onnxruntime runs them as a GEMM too):
 
@@ -69,7 +69,7 @@ def _channel_vector(v, o: int) -> bool:
             and weight_only(v))
 
 
-def _fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
+def fold_scale_shift(op: graph.Conv2dOp) -> graph.Conv2dOp:
     """conv(x, W, b) * s + t, s and t weight-only per output channel (a batch norm the exporter
     left as Mul and Add: Inception-v2) -> conv(x, W*s, b*s + t), onnxruntime's ConvMulFusion and
     ConvAddFusion; graph-lift-params computes W*s once. Returns the conv that holds the result."""
@@ -361,8 +361,13 @@ class GraphPackWeightsPass(ModulePass):
                 continue
             if not weight_only(conv.weight):  # computed per call: nothing to do once
                 continue
+            if conv.blocked:  # graph-layout: folded there; packed as any conv's
+                tile = conv_weight_tile(conv.weight_shape()[0], cfg)
+                if tile and min(conv.weight.type.get_shape()) >= 0:
+                    _pack(conv, tile)
+                continue
             if conv.bias is None or weight_only(conv.bias):
-                conv = _fold_scale_shift(conv)  # W*s stays weight-only
+                conv = fold_scale_shift(conv)  # W*s stays weight-only
             conv = _subsample_pointwise(conv)
             if _as_matmul(conv, cfg):
                 continue

@@ -98,9 +98,10 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
     assert rows["mem-concat-in-place"] == "minimlir.passes.mem.concat_in_place"
     assert rows["loop-mark-inplace"] == "minimlir.passes.loop.inplace"
     assert rows["mem-reuse-inputs"] == "minimlir.passes.mem.reuse_inputs"
-    assert len(rows) == 40  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
+    assert rows["graph-layout"] == "minimlir.passes.graph.layout"
+    assert len(rows) == 41  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
     # graph-strength-reduce, convert-math-to-polynomials, graph-pack-weights, graph-lift-params, mem-concat-in-place,
-    # loop-mark-inplace, mem-reuse-inputs
+    # loop-mark-inplace, mem-reuse-inputs, graph-layout
 
 
 def test_alias_table_names_only_existing_modules():

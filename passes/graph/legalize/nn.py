@@ -184,9 +184,10 @@ class _Window:
 
 
 def _guarded_load(b: Emitter, buf: SSAValue, lead: Sequence[Index], taps: Sequence[Index],
-                  windows: Sequence[_Window], fill: Callable[[], SSAValue]) -> SSAValue:
-    """buf[lead…, taps…] if every tap is inside the input, else `fill()`; the load itself uses
-    clamped indices so it never reads out of bounds."""
+                  windows: Sequence[_Window], fill: Callable[[], SSAValue],
+                  trail: Sequence[Index] = ()) -> SSAValue:
+    """buf[lead…, taps…, trail…] if every tap is inside the input, else `fill()`; the load itself
+    uses clamped indices so it never reads out of bounds."""
     cond: SSAValue | None = None
     idx: list[Index] = []
     for t, w in zip(taps, windows):
@@ -202,7 +203,7 @@ def _guarded_load(b: Emitter, buf: SSAValue, lead: Sequence[Index], taps: Sequen
             cond = ch if cond is None else b.and_(cond, ch)
         lo = b.imax(t, 0) if w.needs_lo else t
         idx.append(b.imin(lo, w.last) if w.needs_hi else lo)
-    v = b.load(buf, [*lead, *idx])
+    v = b.load(buf, [*lead, *idx, *trail])
     return v if cond is None else b.select(cond, v, fill())
 
 
@@ -227,6 +228,8 @@ def _window_out_dim(g: GraphDims, size: Index, kernel: Index, stride: int, pb: i
 def _nchw_result_dims(op: Operation, g: GraphDims, x: SSAValue, channels: Index,
                       kernel: Sequence[Index], strides: Sequence[int], pads: Sequence[int],
                       dilations: Sequence[int], ceil_mode: bool) -> list[Index]:
+    """The dynamic dims of an NCHW result, or of a blocked NCHW{B}c one (N, C/B, H, W, B: `channels`
+    is then C/B)."""
     out = _shape(op.results[0])
     values = [g.dim(x, 0), channels]
     for s in range(2):
@@ -235,6 +238,7 @@ def _nchw_result_dims(op: Operation, g: GraphDims, x: SSAValue, channels: Index,
             continue
         values.append(_window_out_dim(g, g.dim(x, 2 + s), kernel[s], strides[s], pads[s],
                                       pads[2 + s], dilations[s], ceil_mode))
+    values += out[4:]  # a block is static
     return [v for v, d in zip(values, out) if d < 0]
 
 
@@ -244,6 +248,8 @@ class LegalizeConv2d(Legalization):
     writes bias[co] (or 0)."""
 
     def build(self, op: graph.Conv2dOp, kb: KernelBuilder) -> None:
+        if op.blocked:
+            return self._build_blocked(op, kb)
         x, w = kb.inputs[0], kb.inputs[1]
         bias = kb.inputs[2] if len(kb.inputs) == 3 else None
         (y,) = kb.outputs
@@ -311,8 +317,52 @@ class LegalizeConv2d(Legalization):
             acc = e.load(y, out_idx)
             e.store(e.add(acc, e.mul(xv, wv)), y, out_idx)
 
+    def _build_blocked(self, op: graph.Conv2dOp, kb: KernelBuilder) -> None:
+        """NCHW{B}c x OIHW (group 1): block "conv2d" [n, cb, oh, ow, cl | ci, kh, kw] computing
+        Y[n, cb, oh, ow, cl], output channel cb*B + cl, from X[n, ci floordiv B, ih, iw, ci mod B];
+        the init region writes bias[cb*B + cl] (or 0)."""
+        x, w = kb.inputs[0], kb.inputs[1]
+        bias = kb.inputs[2] if len(kb.inputs) == 3 else None
+        (y,) = kb.outputs
+        B, tile = op.blocked, op.tile
+        strides, pads, dilations = op.strides.get_values(), op.pads.get_values(), op.dilations.get_values()
+        t = y.type.element_type
+        n_ext, cb_ext, oh_ext, ow_ext, _ = kb.dims(y)
+        ci_ext, kh_ext, kw_ext = kb.dim(w, 1), kb.dim(w, 2), kb.dim(w, 3)
+        wins = [
+            _Window(kb, kb.dim(x, 2 + s), (oh_ext, ow_ext)[s], (kh_ext, kw_ext)[s], strides[s],
+                    dilations[s], pads[s], pads[2 + s])
+            for s in range(2)
+        ]
+        extents = [n_ext, cb_ext, oh_ext, ow_ext, B, ci_ext, kh_ext, kw_ext]
+        kinds = ["spatial"] * 5 + ["reduce"] * 3
+
+        def init(e: Emitter, vs: list[SSAValue]) -> None:
+            n, cb, oh, ow, cl = vs[:5]
+            val = e.load(bias, [e.affine([(cb, B), (cl, 1)])]) if bias is not None else e.const(0, t)
+            e.store(val, y, [n, cb, oh, ow, cl])
+
+        with kb.nest("conv2d", extents, kinds, init=init) as (e, vs):
+            loop.stamp_kind(vs[0].block.parent_op(), "conv2d", groups=1, strides=strides,
+                            dilations=dilations, block=B)
+            n, cb, oh, ow, cl, ci, kh, kw = vs
+            co = e.affine([(cb, B), (cl, 1)])
+            taps = [wins[0].index(e, oh, kh), wins[1].index(e, ow, kw)]
+            xv = _guarded_load(e, x, [n, e.ifloordiv(ci, B)], taps, wins, lambda: e.const(0, t),
+                               [e.irem(ci, B)])
+            if tile:
+                wv = e.load(w, [e.ifloordiv(co, tile), ci, kh, kw, e.irem(co, tile)])
+            else:
+                wv = e.load(w, [co, ci, kh, kw])
+            out_idx = [n, cb, oh, ow, cl]
+            acc = e.load(y, out_idx)
+            e.store(e.add(acc, e.mul(xv, wv)), y, out_idx)
+
     def result_dims(self, op: graph.Conv2dOp, g: GraphDims) -> list[Index]:
         kernel = [g.dim(op.weight, 2), g.dim(op.weight, 3)]
+        if op.blocked:
+            return _nchw_result_dims(op, g, op.input, g.dim(op.input, 1), kernel, op.strides.get_values(),
+                                     op.pads.get_values(), op.dilations.get_values(), False)
         o = op.weight_shape()[0] if op.tile else g.dim(op.weight, 0)
         return _nchw_result_dims(op, g, op.input, o, kernel,
                                  op.strides.get_values(), op.pads.get_values(),
@@ -351,16 +401,17 @@ class LegalizeMaxPool2d(_LegalizePool2d):
         wins = _pool_windows(op, kb, x, y, self.dilations(op))
         kh, kw = op.kernel.get_values()
         extents = kb.dims(y) + [kh, kw]
-        kinds = ["spatial"] * 4 + ["reduce"] * 2
+        ns = len(extents) - 2  # n c oh ow, or n cb oh ow cl (blocked)
+        kinds = ["spatial"] * ns + ["reduce"] * 2
 
         def init(e: Emitter, vs: list[SSAValue]) -> None:
-            e.store(_lowest(t, e), y, vs[:4])
+            e.store(_lowest(t, e), y, vs[:ns])
 
         with kb.nest("max_pool2d", extents, kinds, init=init) as (e, vs):
-            n, c, oh, ow, ikh, ikw = vs
+            n, c, oh, ow, *cl, ikh, ikw = vs
             taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
-            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: _lowest(t, e))
-            e.store(e.max(e.load(y, vs[:4]), xv), y, vs[:4])
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: _lowest(t, e), cl)
+            e.store(e.max(e.load(y, vs[:ns]), xv), y, vs[:ns])
 
 
 @legalizes(graph.AvgPool2dOp)
@@ -382,16 +433,17 @@ class LegalizeAvgPool2d(_LegalizePool2d):
         kernel, strides, pads = op.kernel.get_values(), op.strides.get_values(), op.pads.get_values()
         include_pad = bool(op.count_include_pad)
         extents = kb.dims(y) + list(kernel)
-        kinds = ["spatial"] * 4 + ["reduce"] * 2
+        ns = len(extents) - 2  # n c oh ow, or n cb oh ow cl (blocked)
+        kinds = ["spatial"] * ns + ["reduce"] * 2
 
         def init(e: Emitter, vs: list[SSAValue]) -> None:
-            e.store(e.const(0, t), y, vs[:4])
+            e.store(e.const(0, t), y, vs[:ns])
 
         with kb.nest("avg_pool2d_sum", extents, kinds, init=init) as (e, vs):
-            n, c, oh, ow, ikh, ikw = vs
+            n, c, oh, ow, *cl, ikh, ikw = vs
             taps = [wins[0].index(e, oh, ikh), wins[1].index(e, ow, ikw)]
-            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: e.const(0, t))
-            e.store(e.add(e.load(y, vs[:4]), xv), y, vs[:4])
+            xv = _guarded_load(e, x, [n, c], taps, wins, lambda: e.const(0, t), cl)
+            e.store(e.add(e.load(y, vs[:ns]), xv), y, vs[:ns])
 
         with kb.nest("avg_pool2d", kb.dims(y)) as (e, vs):
             counts: list[Index] = []

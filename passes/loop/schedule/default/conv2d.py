@@ -138,6 +138,11 @@ def _depthwise(blk: loop.BlockOp) -> bool:
     return "depthwise" in blk.attributes
 
 
+def _block(blk: loop.BlockOp) -> int:
+    """B of a channel-blocked conv (graph-layout's NCHW{B}c: n cb oh ow cl | ci kh kw), else 0."""
+    return loop.int_param(blk, "block", 0)
+
+
 def _grouped(blk: loop.BlockOp) -> bool:
     """groups > 1 with channel loops of their own (n g co oh ow | ci kh kw)."""
     return loop.int_param(blk, "groups", 1) > 1 and not _depthwise(blk)
@@ -153,11 +158,21 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
 
     and the block reads XP[n, ci, oh*s + kh*d, ow*s + kw*d] (affine, no clamp, no select); the
     weight load is returned with WT for _read_weight_panel once the channel loop is split.
-    Both buffers are heap-allocated (mem.alloc) and freed at the kernel end."""
+    Both buffers are heap-allocated (mem.alloc) and freed at the kernel end. A channel-blocked
+    conv (graph-layout: n cb oh ow cl | ci kh kw, output channel cb*B + cl) reads and writes
+    X[n, c floordiv B, h, w, c mod B] and Y[n, cb, oh, ow, cl]; its padded copy is
+    XP[n, c floordiv B, hp, wp, c mod B]."""
     args = list(blk.body.block.args)
     loops = loop.block_loops(blk)
     ubs = [l.ub for l in loops]
     g, dw = None, _depthwise(blk)
+    B = _block(blk)
+    cl = None
+    if B:  # n cb oh ow cl | ci kh kw: cl leaves the list, cb stands for the channel
+        if len(args) != 8:
+            raise ScheduleError("conv relayout: a blocked conv without its channel loops", blk)
+        cl = args.pop(4)
+        ubs.pop(4)
     if _grouped(blk):  # grouped: n g co oh ow | ci kh kw, channels g*COg + co and g*CIg + ci
         if len(args) != 8:
             raise ScheduleError("conv relayout: a grouped conv without its channel loops", blk)
@@ -173,21 +188,27 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     loads = [op for op in body.ops if isinstance(op, mem.LoadOp)]
     stores = [op for op in body.ops if isinstance(op, mem.StoreOp)]
     co_ext, ci_ext = const_index(ubs[1]), const_index(ubs[4])
+    if B and co_ext is not None:
+        co_ext *= B
     if co_ext is None or co_ext % co_tile:
         raise ScheduleError("conv relayout: the output channels must be a multiple of the tile", blk)
     if g is not None and (ci_ext is None or const_index(g_ub) is None):
         raise ScheduleError("conv relayout: grouped conv with dynamic channel counts", blk)
 
     def chan(v: SSAValue, c: SSAValue, ext: int | None) -> bool:
-        """v is channel c of its group: c (group 1) or g*ext + c."""
+        """v is channel c of its group: c (group 1) or g*ext + c; blocked, output channel cb*B + cl."""
+        if B and c is co:
+            f = local_form(v, blk)
+            return f is not None and f == AffineForm.atom(co) * B + AffineForm.atom(cl)
         if g is None:
             return v is c
         f = local_form(v, blk)
         return f is not None and f == AffineForm.atom(c) + AffineForm.atom(g) * ext
 
-    if (len(stores) != 1 or len(loads) != 3 or len(stores[0].indices) != 4
-            or [stores[0].indices[i] for i in (0, 2, 3)] != [n, oh, ow]
-            or not chan(stores[0].indices[1], co, co_ext)):
+    if (len(stores) != 1 or len(loads) != 3
+            or (list(stores[0].indices) != [n, co, oh, ow, cl] if B else (
+                len(stores[0].indices) != 4 or [stores[0].indices[i] for i in (0, 2, 3)] != [n, oh, ow]
+                or not chan(stores[0].indices[1], co, co_ext)))):
         raise ScheduleError("conv relayout: unexpected conv2d block", blk)
     y = stores[0].memref
 
@@ -197,10 +218,19 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         return (idx is not None and list(idx[2:]) == [kh, kw] and chan(idx[0], co, co_ext)
                 and (idx[1] is ci if ci is not None else const_index(idx[1]) == 0))
 
+    def split_channel(q: SSAValue, r: SSAValue) -> bool:
+        """q, r = ci floordiv B, ci mod B (a blocked input's channel)."""
+        return (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and q.owner.lhs is ci
+                and const_index(q.owner.rhs) == B and isinstance(r, OpResult)
+                and isinstance(r.owner, arith.RemSIOp) and r.owner.lhs is ci and const_index(r.owner.rhs) == B)
+
     w_ld = next((l for l in loads if weight_load(l)), None)
     x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
-    if (w_ld is None or x_ld is None or x_ld.indices[0] is not n
-            or not (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))):
+    if B:
+        x_ok = len(x_ld.indices) == 5 and split_channel(x_ld.indices[1], x_ld.indices[4]) if x_ld else False
+    else:
+        x_ok = x_ld is not None and (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))
+    if w_ld is None or x_ld is None or x_ld.indices[0] is not n or not x_ok:
         raise ScheduleError("conv relayout: unexpected conv2d operands", blk)
     elem = x_ld.result.type
     rows = co_ext * (const_index(g_ub) if g is not None else 1)  # W's dim 0: all output channels
@@ -224,7 +254,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         v = emit(mem.LoadOp(w_ld.memref, src, elem), bip)
         Rewriter.insert_op(mem.StoreOp(v, wt, [pc0, pi, ph, pw, pc1]), bip)
     # -- padded input
-    taps = [_unclamp(i) for i in x_ld.indices[2:]]
+    taps = [_unclamp(i) for i in x_ld.indices[2:4]]
     uses = list(x_ld.result.uses)
     sel = uses[0].operation if len(uses) == 1 and isinstance(uses[0].operation, arith.SelectOp) else None
     clamped = any(t is not i for t, i in zip(taps, x_ld.indices[2:])) or sel is not None
@@ -237,7 +267,7 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             raise ScheduleError("conv relayout: padding value is not 0", sel)
         x = x_ld.memref
         pads, extents, sizes = [], [], []
-        for d, (t, ov, kv, o_ub, k_ub) in enumerate(zip(taps, (oh, ow), (kh, kw), ubs[2:4], ubs[5:7])):
+        for d, (t, ov, kv, o_ub, k_ub) in enumerate(zip(taps, (oh, ow), (kh, kw), ubs[2:4], ubs[5:7], strict=True)):
             f = local_form(t, blk)
             if f is None or not f.atoms <= {ov, kv} or f.coeff(ov) < 1 or f.coeff(kv) < 1 or f.const > 0:
                 raise ScheduleError("conv relayout: tap index is not oh*s + kh*d - pad", x_ld)
@@ -251,12 +281,16 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             shape = x.type.get_shape()  # type: ignore[union-attr]
             sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
         xshape = x.type.get_shape()  # type: ignore[union-attr]
-        chans = ubs[4] if g is None and not dw else (
+        chans = ubs[4] if g is None and not dw and not B else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
-        xp = _local_buffer(elem, [ubs[0], chans, *extents], ip, frees)
-        if not pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location):
+        trail = [iconst(kernel, B)] if B else []
+        xp = _local_buffer(elem, [ubs[0], chans, *extents, *trail], ip, frees)
+        if not pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location,
+                        trail=trail):
+            if B:
+                raise ScheduleError("conv relayout: a blocked conv's padded input with dynamic sizes", x_ld)
             _pad_by_elements(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, f"{name}_pad", blk.location)
-        read_padded(kernel, x_ld, sel, xp, [n, x_ld.indices[1]], taps, pads)
+        read_padded(kernel, x_ld, sel, xp, [n, x_ld.indices[1]], taps, pads, list(x_ld.indices[4:]))
     _drop_dead(body)
     ret = kernel.body.block.last_op
     for f in frees:
@@ -286,12 +320,12 @@ def _pad_by_elements(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAV
 
 
 def read_padded(kernel: func.FuncOp, ld: mem.LoadOp, sel: arith.SelectOp, xp: SSAValue, prefix: list[SSAValue],
-                taps: list[SSAValue], pads: list[int]) -> None:
+                taps: list[SSAValue], pads: list[int], suffix: list[SSAValue] = ()) -> None:
     """Replace a guarded load (`sel` = select(inside, `ld`, pad value), `ld` reading X at clamped
-    `taps`) by a load of the padded copy XP[prefix..., tap + pad, ...] (affine, no select)."""
+    `taps`) by a load of the padded copy XP[prefix..., tap + pad, ..., suffix...] (affine, no select)."""
     ip = InsertPoint.before(ld)
     idx = [emit(arith.AddiOp(t, iconst(kernel, p)), ip) if p else t for t, p in zip(taps, pads)]
-    new = emit(mem.LoadOp(xp, [*prefix, *idx], ld.result.type), ip)
+    new = emit(mem.LoadOp(xp, [*prefix, *idx, *suffix], ld.result.type), ip)
     sel.result.replace_all_uses_with(new)
     sel.detach()
     sel.erase()
@@ -301,7 +335,7 @@ def read_padded(kernel: func.FuncOp, ld: mem.LoadOp, sel: arith.SelectOp, xp: SS
 
 def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, lead: list[SSAValue],
              pads: list[int], sizes: list[SSAValue], extents: list[SSAValue], value: float, name: str,
-             location=None, at: list[SSAValue] | None = None) -> bool:
+             location=None, at: list[SSAValue] | None = None, trail: list[SSAValue] = ()) -> bool:
     """Fill XP[n, c, hp, wp] (extents HP x WP) with X[n, c, hp - pt, wp - pl] inside X, else `value`,
     as row copies with no per-element test, when the spatial sizes and extents are static:
 
@@ -314,7 +348,8 @@ def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, le
     around `ip`), one plane XP[hp, wp] of X[at..., :, :], the blocks binding `at` as iteration
     variables of their own. One element at a time, with clamps and a select each, the copy of a
     64 x 56 x 56 input took 0.15 of a 1.65 ms 3x3 conv. Returns False (nothing built) when a size
-    or extent is dynamic."""
+    or extent is dynamic. `trail`: extents of dims after W (a blocked input's channel block: XP[n,
+    cb, hp, wp, c]), copied whole."""
     st = [const_index(v) for v in (*sizes, *extents)]
     if None in st:
         return False
@@ -325,18 +360,20 @@ def pad_rows(kernel: func.FuncOp, ip: InsertPoint, x: SSAValue, xp: SSAValue, le
     def fill(part: str, r0: int, nr: int, col0: int, nc: int, copy: bool) -> None:
         if nr <= 0 or nc <= 0:
             return
-        spatial = [iconst(kernel, nr), iconst(kernel, nc)]
-        top, (*pre, qi, qj), bip = (_nest(kernel, ip, [*lead, *spatial], name + part) if at is None
-                                    else _nest(kernel, ip, spatial, name + part, at))
+        spatial = [iconst(kernel, nr), iconst(kernel, nc), *trail]
+        top, ivs, bip = (_nest(kernel, ip, [*lead, *spatial], name + part) if at is None
+                         else _nest(kernel, ip, spatial, name + part, at))
+        k = len(ivs) - len(trail)
+        (*pre, qi, qj), post = ivs[:k], ivs[k:]
         if location is not None:
             top.location = location
         hi = emit(arith.AddiOp(qi, iconst(kernel, r0)), bip) if r0 else qi
         wj = emit(arith.AddiOp(qj, iconst(kernel, col0)), bip) if col0 else qj
         if copy:
-            v = emit(mem.LoadOp(x, [*pre, qi, qj], elem), bip)
+            v = emit(mem.LoadOp(x, [*pre, qi, qj, *post], elem), bip)
         else:
             v = emit(arith.ConstantOp(FloatAttr(value, elem)), bip)
-        Rewriter.insert_op(mem.StoreOp(v, xp, [*(pre if at is None else []), hi, wj]), bip)
+        Rewriter.insert_op(mem.StoreOp(v, xp, [*(pre if at is None else []), hi, wj, *post]), bip)
 
     fill("_top", 0, min(pt, hp), 0, wp, False)
     fill("_bottom", pt + rows, hp - pt - rows, 0, wp, False)
@@ -366,6 +403,27 @@ def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0:
     w_ld.erase()
     if body is not None:
         _drop_dead(body)  # a pre-packed weight's c / T, c % T
+
+
+def _read_blocked_input(kernel: func.FuncOp, blk: loop.BlockOp, b: int, cib: loop.ForOp, cil: loop.ForOp) -> None:
+    """X[n, ci floordiv B, h, w, ci mod B] -> X[n, cib, h, w, cil] with the split channel loops'
+    own variables (ci = cib*B + cil): affine, so LLVM strength-reduces the addresses (the div and
+    mod of the block variable are not: every tap's address was recomputed, and a 3x3 conv at
+    14x14 spilled and ran at 60% of the NCHW one's speed)."""
+    for ld in [o for o in blk.body.walk() if isinstance(o, mem.LoadOp) and len(o.indices) == 5]:
+        q, r = ld.indices[1], ld.indices[4]
+        if (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and const_index(q.owner.rhs) == b
+                and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp) and const_index(r.owner.rhs) == b
+                and q.owner.lhs is r.owner.lhs):
+            ip = InsertPoint.before(ld)
+            new = emit(mem.LoadOp(ld.memref, [ld.indices[0], cib.induction_var, *ld.indices[2:4],
+                                              cil.induction_var], ld.result.type), ip)
+            ld.result.replace_all_uses_with(new)
+            ld.detach()
+            ld.erase()
+            _drop_dead(blk.body.block)
+            return
+    raise ScheduleError("conv2d rule: no blocked input read", blk)
 
 
 def transpose_shuffles(rows: int, width: int) -> list[tuple[int, int, list[int], list[int], list[int]]]:
@@ -518,19 +576,27 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     blk = _conv_block(kernel, bname)
     loops = _direct_loops(blk) if blk is not None else None
     gr = 1 if blk is not None and _grouped(blk) else 0  # a group loop: n g co oh ow | ci kh kw
-    if loops is None or _depthwise(blk) or blk.kinds != ["spatial"] * (4 + gr) + ["reduce"] * 3:
+    bl = _block(blk) if blk is not None else 0  # channel-blocked: n cb oh ow cl | ci kh kw
+    if (loops is None or _depthwise(blk)
+            or blk.kinds != ["spatial"] * (4 + gr + (1 if bl else 0)) + ["reduce"] * 3):
         return False
     bname = blk.block_name.data
     co_ext, ow_ext = const_index(loops[1 + gr].ub), const_index(loops[3 + gr].ub)
     if co_ext is None:
         return False
+    if bl:
+        co_ext *= bl
+        if bl > cfg.width or cfg.width % bl:
+            return False
     tile = conv_weight_tile(co_ext, cfg)
     if not tile:
         return False
     w = cfg.width
-    while co_ext % w:
+    while co_ext % w or (bl and w > bl):  # blocked: the block is the vector (cl in lanes)
         w //= 2
     nv = tile // w
+    if bl and (w != bl or tile % w):
+        return False
     rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
     taps = (const_index(loops[-2].ub) or 0) * (const_index(loops[-1].ub) or 0) or None
     if ow_ext is not None and taps == 1:
@@ -557,7 +623,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # one channel panel (DenseNet's 32-channel 3x3 convs): the output rows are the parallel work
     # (over co0 the second thread idled: 28 ms of DenseNet's 57 ran on one core)
     one_panel = co_ext // (nv * w) < 2 and (not gr or const_index(loops[1].ub) == 1)
-    rows = one_panel or _rows_read_less(blk, loops, gr) or _panels_uneven(loops, gr, nv * w)
+    ext = [const_index(l.ub) for l in loops]
+    if bl:  # as an NCHW conv's: n co oh ow | ci kh kw
+        ext = [ext[0], co_ext, *ext[2:4], *ext[5:]]
+    rows = one_panel or _rows_read_less(blk, ext, gr) or _panels_uneven(ext, gr, nv * w)
     par = choose("conv2d.parallel", "oh" if rows else "co0")
     fuse_at = choose("conv2d.fuse_at", "co0")
     # parallel rows: oh outside co0, so one parallel loop covers every channel panel of its rows
@@ -565,22 +634,38 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # the tile stored along the output row (_transpose_acc_out) where every tile is whole (a
     # clamped last tile recomputes column OW-1 in its extra lanes) and no two threads share a row
     # (a ragged last tile moves back to end at column OW-1: shift_tile_binding)
-    transpose = (ow_ext is not None and ow_ext >= rw and (ow_ext % rw == 0 or clamp) and 2 <= rw
+    transpose = (not bl and ow_ext is not None and ow_ext >= rw and (ow_ext % rw == 0 or clamp) and 2 <= rw
                  and _transpose_rows(rw) <= w and par != "ow0" and choose("conv2d.transpose_out", True))
     transposed = False
+    # blocked: the reduction over the input channels' blocks, then the taps, then the channels
+    # within a block ("taps"), or the channels then the taps ("channels")
+    blocked_order = choose("conv2d.blocked_order", "channels") if bl else None
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
         if c.fma:
             _contract_fma(b)
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w, bname)
-        n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
-        co0, cj, cw = s.split(co, [None, nv, w])
+        red: list = []  # the reduction loops, outermost first
+        if bl:  # the block is the vector: cb -> (co0, cj), cl is cw; ci -> (cib, cil)
+            n, co, oh, ow, cw, ci, kh, kw = s.get_loops(b)
+            g = []
+            co0, cj = s.split(co, [None, nv])
+            cib, cil = s.split(ci, [None, bl])
+            red = [cib, kh, kw, cil] if blocked_order == "taps" else [cib, cil, kh, kw]
+        else:
+            n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
+            co0, cj, cw = s.split(co, [None, nv, w])
+            red = [ci, kh, kw]
         ow0, ow1 = s.split(ow, [None, rw])
         if rows_first:
-            n, oh, co0, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, oh, co0, ow0, ci, kh, kw, ow1, cj, cw)
+            order = s.reorder(n, oh, co0, ow0, *red, ow1, cj, cw)
         else:
-            n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw = s.reorder(n, *g, co0, oh, ow0, ci, kh, kw, ow1, cj, cw)
+            order = s.reorder(n, *g, co0, oh, ow0, *red, ow1, cj, cw)
+        co0 = order[2 if rows_first else 1 + len(g)]
+        red, (ow1, cj, cw) = order[-3 - len(red):-3], order[-3:]
+        if bl:
+            _read_blocked_input(kernel, b, bl, *(red[0], red[-1] if blocked_order == "taps" else red[1]))
         group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
         _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
         s.decompose_reduction(b, s.get_loops(b)[4 + gr])
@@ -605,8 +690,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     at = {"co0": 2, "oh": 1} if rows_first else {"co0": 1, "oh": 2}
     # (a ragged row's last tile, moved back, recomputes columns: an epilogue reading along the row
     # stays a block of its own there, so a residual whose buffer the output takes is read once)
+    # (blocked: acc_out stores whole vectors of channels, so a residual read in the same lanes
+    # folds in too, except where a clamped last tile writes column OW-1 twice)
     _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr],
-                   f"{bname}_acc_out", along_row=transpose and ow_ext % rw == 0)
+                   f"{bname}_acc_out", along_row=(transpose or bl) and ow_ext % rw == 0)
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue
@@ -644,7 +731,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     return True
 
 
-def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
+def _rows_read_less(blk: loop.BlockOp, ext: list[int | None], gr: int) -> bool:
     """Parallel output rows read less than parallel channel panels: each thread of a panel split
     reads the whole input and 1/T of the weights, of a row split 1/T of the input and all the
     weights, so rows win where the input is the larger (H*W > CO*KH*KW per input channel) and
@@ -652,8 +739,7 @@ def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
     1.27 ms by panels, 1.10 by rows at 2 threads; its 512-channel ones at 7x7 stay on panels).
     Only while all the weights stay in half the L2: rows outermost read every panel once per row,
     from memory when they do not (VGG-19's 256-channel 3x3 convs at 56x56, 2.4 MB of weights:
-    30.1 ms by rows, 25.7 by panels at 1 thread)."""
-    ext = [const_index(l.ub) for l in loops]
+    30.1 ms by rows, 25.7 by panels at 1 thread). `ext`: the loops' extents (n (g) co oh ow | ci kh kw)."""
     co, oh, ow, ci, kh, kw = ext[1 + gr], ext[2 + gr], ext[3 + gr], ext[-3], ext[-2], ext[-1]
     if gr or None in (co, oh, ow, ci, kh, kw):
         return False
@@ -665,13 +751,12 @@ def _rows_read_less(blk: loop.BlockOp, loops: list, gr: int) -> bool:
             and 2 * weights <= l2_bytes())
 
 
-def _panels_uneven(loops: list, gr: int, panel: int) -> bool:
+def _panels_uneven(ext: list[int | None], gr: int, panel: int) -> bool:
     """The channel panels share out worse over the cores than the output rows do (Inception's 96
     output channels: 3 panels of 32 on 2 cores, one thread does 2 and the other 1, so 2 threads ran
     1.34x faster than one; by rows 1.75x: 0.36 -> 0.28 ms for a 64 -> 96 3x3 conv at 28x28), with
     rows enough (4 per core) and all the weights in half the L2 (rows outermost read every panel
     once per row)."""
-    ext = [const_index(l.ub) for l in loops]
     co, oh, ci, kh, kw = ext[1 + gr], ext[2 + gr], ext[-3], ext[-2], ext[-1]
     if gr or None in (co, oh, ci, kh, kw) or oh < 4 * cores():
         return False

@@ -1,0 +1,265 @@
+"""graph-layout: chains of convs, pools and elementwise ops move to a channel-blocked layout
+(NCHW{B}c, B the vector width: onnxruntime's NchwcTransformer, TVM's AlterOpLayout), converting
+only at the chain's ends:
+
+    %y = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<1x32x28x28xf32>, …) -> tensor<1x64x28x28xf32>
+    %r = graph.relu %y : tensor<1x64x28x28xf32> -> tensor<1x64x28x28xf32>
+    %p = graph.max_pool2d %r kernel [2, 2] strides [2, 2] : … -> tensor<1x64x14x14xf32>
+  ->
+    %a = graph.reshape %x : tensor<1x32x28x28xf32> -> tensor<1x2x16x28x28xf32>
+    %b = graph.transpose %a perm [0, 1, 3, 4, 2] : … -> tensor<1x2x28x28x16xf32>
+    %y = graph.conv2d %b, %w pads [1, 1, 1, 1] block 16 : (…) -> tensor<1x4x28x28x16xf32>
+    %r = graph.relu %y : tensor<1x4x28x28x16xf32> -> tensor<1x4x28x28x16xf32>
+    %p = graph.max_pool2d %r kernel [2, 2] strides [2, 2] block 16 : … -> tensor<1x4x14x14x16xf32>
+    %t = graph.transpose %p perm [0, 1, 4, 2, 3] : … -> tensor<1x4x16x14x14xf32>
+    %o = graph.reshape %t : … -> tensor<1x64x14x14xf32>
+
+In the blocked layout every kernel of the chain runs with the channel block in vector lanes: a
+conv's accumulator tile stores whole vectors (in NCHW its pixels are strided by H*W), and a pool
+or an elementwise op over a 7x7 or 13x13 map is whole vectors too, never a ragged row.
+
+A chain starts at a conv (group 1, static shapes, input and output channels multiples of B);
+it grows through the ops that read only chain values, scalars and per-channel constants:
+
+  * conv2d (the same conditions), max_pool2d and avg_pool2d (the `block` property);
+  * elementwise and broadcasting ops of the chain's shape (ReLU, Clip, Add, Mul, …): another
+    operand is a chain value, a tensor of one element, or a per-channel (C, 1, 1) or (1, C, 1, 1)
+    tensor, which moves to (1, C/B, 1, 1, B) (weight-only: graph-lift-params does it once);
+  * concat along the channels, every part a chain value;
+  * global average / max pools, as reduce_mean / reduce_max over H and W of the blocked value.
+
+Anything else reads the NCHW value back (a transpose and a free reshape, built once per value).
+A per-channel scale and shift after a conv fold into its weight first (graph-pack-weights's
+fold, which cannot see them once they are blocked). Static shapes only: a function with a
+dynamic dim anywhere in a chain candidate is left as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from minimlir.dialects import graph
+from minimlir.dialects._fusion import OpPattern, fusion_kind
+from minimlir.passes.graph.lift_params import weight_only
+
+
+def _shape(v: SSAValue) -> list[int] | None:
+    t = v.type
+    return list(t.get_shape()) if isinstance(t, TensorType) else None
+
+
+def _static4(v: SSAValue) -> bool:
+    s = _shape(v)
+    return s is not None and len(s) == 4 and min(s) >= 0
+
+
+def _insert(op: Operation, ip: InsertPoint, location) -> SSAValue:
+    op.location = location
+    Rewriter.insert_op(op, ip)
+    return op.results[0]
+
+
+class _Layout:
+    """One function's rewrite: `blocked[v]` is the NCHW{B}c form of the NCHW value v."""
+
+    def __init__(self, block: int):
+        self.b = block
+        self.blocked: dict[SSAValue, SSAValue] = {}
+        self.conversions: list[Operation] = []  # built here; erased at the end when unused
+
+    # -- conversions ---------------------------------------------------------------------
+
+    def to_blocked(self, v: SSAValue, at: Operation) -> SSAValue:
+        if v in self.blocked:
+            return self.blocked[v]
+        n, c, h, w = _shape(v)  # type: ignore[misc]
+        elt = v.type.get_element_type()  # type: ignore[union-attr]
+        ip = InsertPoint.after(v.owner) if isinstance(v.owner, Operation) else InsertPoint.before(at)
+        r = graph.ReshapeOp(v, TensorType(elt, [n, c // self.b, self.b, h, w]))
+        _insert(r, ip, at.location)
+        t = graph.TransposeOp(r.result, [0, 1, 3, 4, 2])
+        _insert(t, InsertPoint.after(r), at.location)
+        self.conversions += [t, r]
+        self.blocked[v] = t.result
+        return t.result
+
+    def publish(self, old: Operation, new: SSAValue) -> None:
+        """`new` (blocked) replaces the NCHW result of `old`: its other readers get it back in
+        NCHW through a transpose and a reshape (erased at the end if nobody reads them)."""
+        res = old.results[0]
+        n, c, h, w = _shape(res)  # type: ignore[misc]
+        elt = res.type.get_element_type()  # type: ignore[union-attr]
+        t = graph.TransposeOp(new, [0, 1, 4, 2, 3])
+        _insert(t, InsertPoint.after(new.owner), old.location)  # type: ignore[arg-type]
+        r = graph.ReshapeOp(t.result, TensorType(elt, [n, c, h, w]))
+        _insert(r, InsertPoint.after(t), old.location)
+        self.conversions += [r, t]
+        res.replace_all_uses_with(r.result)
+        old.detach()
+        old.erase()
+        self.blocked[r.result] = new
+
+    # -- which values and ops join -------------------------------------------------------
+
+    def channels_ok(self, v: SSAValue) -> bool:
+        return _static4(v) and _shape(v)[1] % self.b == 0  # type: ignore[index]
+
+    def conv_ok(self, op: graph.Conv2dOp) -> bool:
+        ws = op.weight_shape()
+        return (not op.blocked and op.group.value.data == 1 and self.channels_ok(op.input)
+                and self.channels_ok(op.result) and len(ws) == 4 and min(ws) >= 0
+                and isinstance(op.weight.type, TensorType))
+
+    def side_operand(self, u: SSAValue, c: int, at: Operation) -> SSAValue | None:
+        """A non-chain operand of an elementwise op in the chain, in a form that broadcasts
+        against the blocked shape: one element (as it is) or per channel (blocked); else None."""
+        s = _shape(u)
+        if s is None:
+            return None
+        if all(d == 1 for d in s) and len(s) <= 5:
+            return u
+        if s not in ([c, 1, 1], [1, c, 1, 1]):
+            return None
+        elt = u.type.get_element_type()  # type: ignore[union-attr]
+        ip = InsertPoint.before(at)
+        r = _insert(graph.ReshapeOp(u, TensorType(elt, [1, c // self.b, self.b, 1, 1])), ip, at.location)
+        t = _insert(graph.TransposeOp(r, [0, 1, 3, 4, 2]), ip, at.location)
+        self.conversions += [t.owner, r.owner]  # type: ignore[list-item]
+        return t
+
+    # -- the rewrite ---------------------------------------------------------------------
+
+    def leads_on(self, v: SSAValue, depth: int = 4) -> bool:
+        """A conv, pool or concat that would join reads `v`, directly or through elementwise ops:
+        a conv alone pays two conversions and gains nothing (the NCHW kernel is as fast)."""
+        for use in v.uses:
+            u = use.operation
+            if isinstance(u, graph.Conv2dOp) and self.conv_ok(u) and u.input is v:
+                return True
+            if isinstance(u, graph.MaxPool2dOp | graph.AvgPool2dOp | graph.GlobalAvgPoolOp
+                          | graph.GlobalMaxPoolOp | graph.ConcatOp):
+                return True
+            if (depth and len(u.results) == 1 and fusion_kind(u) in (OpPattern.ELEMWISE, OpPattern.BROADCAST)
+                    and self.channels_ok(u.results[0]) and self.leads_on(u.results[0], depth - 1)):
+                return True
+        return False
+
+    def visit(self, op: Operation) -> None:
+        if isinstance(op, graph.Conv2dOp):
+            if self.conv_ok(op) and (op.input in self.blocked or self.leads_on(op.result)):
+                self.conv(op)
+            return
+        ins = [v for v in op.operands if v in self.blocked]
+        if not ins or len(op.results) != 1:
+            return
+        if isinstance(op, graph.MaxPool2dOp | graph.AvgPool2dOp) and not op.blocked:
+            self.pool(op)
+        elif isinstance(op, graph.GlobalAvgPoolOp | graph.GlobalMaxPoolOp):
+            self.global_pool(op)
+        elif isinstance(op, graph.ConcatOp):
+            self.concat(op)
+        elif fusion_kind(op) in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and not op.regions:
+            self.elementwise(op)
+
+    def conv(self, op: graph.Conv2dOp) -> None:
+        from minimlir.passes.graph.pack_weights import fold_scale_shift
+
+        if weight_only(op.weight) and (op.bias is None or weight_only(op.bias)):
+            op = fold_scale_shift(op)  # sees the NCHW scale and shift; blocked, it could not
+        x = self.to_blocked(op.input, op)
+        new = graph.Conv2dOp(x, op.weight, op.bias, op.strides.get_values(), op.pads.get_values(),
+                             op.dilations.get_values(), 1, op.tile, self.b)
+        new.attributes.update(op.attributes)
+        self.publish(op, _insert(new, InsertPoint.before(op), op.location))
+
+    def pool(self, op: graph.MaxPool2dOp | graph.AvgPool2dOp) -> None:
+        x = self.blocked[op.input]
+        args = (x, op.kernel.get_values(), op.strides.get_values(), op.pads.get_values())
+        if isinstance(op, graph.MaxPool2dOp):
+            new = graph.MaxPool2dOp(*args, op.dilations.get_values(), bool(op.ceil_mode), self.b)
+        else:
+            new = graph.AvgPool2dOp(*args, bool(op.ceil_mode), bool(op.count_include_pad),
+                                    op.dilations.get_values(), self.b)
+        new.attributes.update(op.attributes)
+        self.publish(op, _insert(new, InsertPoint.before(op), op.location))
+
+    def global_pool(self, op: graph.GlobalAvgPoolOp | graph.GlobalMaxPoolOp) -> None:
+        if not _static4(op.result):
+            return
+        red = graph.ReduceMeanOp if isinstance(op, graph.GlobalAvgPoolOp) else graph.ReduceMaxOp
+        new = red(self.blocked[op.input], [2, 3], True)
+        self.publish(op, _insert(new, InsertPoint.before(op), op.location))
+
+    def concat(self, op: graph.ConcatOp) -> None:
+        if op.axis.value.data != 1 or not all(v in self.blocked for v in op.operands):
+            return
+        if not self.channels_ok(op.result):
+            return
+        new = graph.ConcatOp([self.blocked[v] for v in op.operands], 1)
+        self.publish(op, _insert(new, InsertPoint.before(op), op.location))
+
+    def elementwise(self, op: Operation) -> None:
+        res = op.results[0]
+        if not self.channels_ok(res):
+            return
+        shape = _shape(res)
+        operands: list[SSAValue] = []
+        for u in op.operands:
+            if u in self.blocked and _shape(u) == shape:
+                operands.append(self.blocked[u])
+                continue
+            side = self.side_operand(u, shape[1], op)  # type: ignore[index]
+            if side is None:
+                return  # the chain ends here (the side conversions built are dead: erased)
+            operands.append(side)
+        nb = self.blocked[next(u for u in op.operands if u in self.blocked)]
+        new = type(op).create(operands=operands, result_types=[nb.type], properties=dict(op.properties),
+                              attributes=dict(op.attributes))
+        new.verify()
+        self.publish(op, _insert(new, InsertPoint.before(op), op.location))
+
+    def finish(self) -> None:
+        """Erase the conversions nobody reads (in use order: a reshape before its transpose)."""
+        changed = True
+        while changed:
+            changed = False
+            for c in list(self.conversions):
+                if c.parent is not None and not c.results[0].uses:
+                    c.detach()
+                    c.erase()
+                    self.conversions.remove(c)
+                    changed = True
+
+
+def layout_block(width: int) -> int:
+    """The channel block graph-layout uses for a vector width of `width` f32 lanes."""
+    return width if width >= 4 else 0
+
+
+@dataclass(frozen=True)
+class GraphLayoutPass(ModulePass):
+    """Chains of convs, pools and elementwise ops to the channel-blocked NCHW{B}c layout (see the
+    module docstring). `block`: B (0: the target's vector width, as loop-schedule's)."""
+
+    name = "graph-layout"
+
+    block: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from minimlir.passes.graph.pack_weights import _config_for
+
+        b = self.block or layout_block(_config_for(0).width)
+        if b <= 0:
+            return
+        for fn in [f for f in op.walk() if f.name == "func.func"]:
+            lay = _Layout(b)
+            for o in list(fn.walk()):
+                if o.parent is not None and o.dialect_name() == "graph":
+                    lay.visit(o)
+            lay.finish()
