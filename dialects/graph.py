@@ -1201,9 +1201,10 @@ class Conv2dOp(IRDLOperation):
     (OIHW{T}o, onnxruntime's and TVM's NCHWc weight layout): a (O/T, C/group, KH, KW, T) tensor
     with W[o, c, kh, kw] at [o floordiv T, c, kh, kw, o mod T].
 
-    With `block B` (graph-layout) input and result are channel-blocked, NCHW{B}c: X[n, c, h, w]
-    at [n, c floordiv B, h, w, c mod B], a (N, C/B, H, W, B) tensor (group 1, C and O multiples
-    of B).
+    With `block B` (graph-layout) the result is channel-blocked, NCHW{B}c: Y[n, o, h, w] at
+    [n, o floordiv B, h, w, o mod B], a (N, O/B, OH, OW, B) tensor (group 1, O a multiple of B),
+    and so is a rank-5 input (C a multiple of B); a rank-4 input is NCHW (a chain's first conv,
+    onnxruntime's NCHW-input NCHWc conv: an RGB image's 3 channels make no block).
     """
 
     name = "graph.conv2d"
@@ -1241,7 +1242,7 @@ class Conv2dOp(IRDLOperation):
     ):
         try:
             ws = unpacked_weight_shape(_shape(weight), weight_tile)
-            xs = unblocked_shape(_shape(input), block)
+            xs = unblocked_shape(_shape(input), block if len(_shape(input)) == 5 else 0)
             shape = blocked_shape(conv2d_output_shape(xs, ws, strides, pads, dilations), block)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
@@ -1285,7 +1286,7 @@ class Conv2dOp(IRDLOperation):
             raise VerifyException(f"block must be >= 0, got {b}")
         if b:
             try:
-                xs = unblocked_shape(xs, b)
+                xs = unblocked_shape(xs, b if len(xs) != 4 else 0)
             except ShapeError as e:
                 raise VerifyException(str(e)) from e
             if self.group.value.data != 1:

@@ -8,7 +8,8 @@
 
 `generate` builds a typed, shape-correct ONNX graph (opset 18) of 2-8 nodes drawn from the ops
 minimlir supports: elementwise unary/binary with NumPy broadcasting, comparisons feeding Where,
-MatMul/Gemm, Conv/MaxPool/AveragePool (random strides, pads, dilations, groups, ceil_mode),
+MatMul/Gemm, Conv/MaxPool/AveragePool (random strides, pads, dilations, groups, ceil_mode), conv blocks
+in whole 16-channel blocks (graph-layout's blocked chains),
 Reshape/Transpose/Concat/Slice/Gather/Split/Expand, reductions (keepdims both ways), Softmax,
 LogSoftmax, LayerNormalization, Cast. Dims are static (1, primes, sizes >= 16) or dynamic: an input
 dim is a `dim_param` symbol, and the graph carries two or three bindings of its symbols (the sizes it
@@ -478,8 +479,41 @@ class GraphGenerator:
                 return kernel, strides, pads, dil, ceil, outs
         raise _Retry
 
-    def op_conv(self) -> None:
-        x = self.spatial_input()
+    def op_conv_block(self) -> None:
+        """A residual-style block in whole vector blocks of channels, what graph-layout runs in the
+        blocked layout: Conv (16 or 32 channels in and out, static map) -> ReLU -> Conv or a pool,
+        maybe + a per-channel weight or the block's input."""
+        x = self.pick(lambda t: t.rank == 4 and isinstance(t.shape[1], int) and t.shape[1] % 16 == 0
+                      and all(isinstance(d, int) and d >= 5 for d in t.shape[2:]))
+        if x is None or self.coin(0.5):
+            shape = (self.random_dim(), int(self.choice((16, 32))), int(self.choice((5, 7, 9, 13, 14))),
+                     int(self.choice((5, 7, 8, 13, 17))))
+            if not self.valid_shape(shape):
+                raise _Retry
+            x = self.new_float_input(shape)
+        y = self.op_conv(x, group=1, channels=int(self.choice((16, 32))))
+        if self.coin(0.7):
+            self.op_unary_named("Relu", y)
+            y = self.pool[-1]
+        if self.coin(0.5):
+            y = self.op_conv(y, group=1, channels=int(self.choice((16, 32))))
+        else:
+            self.op_pool(y)
+            y = self.pool[-1]
+        if self.coin(0.4):
+            if y.shape == x.shape:
+                other = x.name
+            else:
+                other = self.weight([y.shape[1], 1, 1], -1.0, 1.0)
+            lo, hi = y.lo + min(x.lo, -1.0), y.hi + max(x.hi, 1.0)
+            self.add_node("Add", [y.name, other], [self.out(_F, y.shape, lo, hi)])
+
+    def op_unary_named(self, op: str, x: Tensor) -> None:
+        lo, hi = (max(x.lo, 0.0), max(x.hi, 0.0)) if op == "Relu" else (x.lo, x.hi)
+        self.add_node(op, [x.name], [self.out(_F, x.shape, lo, hi)])
+
+    def op_conv(self, x: Tensor | None = None, group: int | None = None, channels: int | None = None) -> Tensor:
+        x = self.spatial_input() if x is None else x
         c = x.shape[1]
         if not isinstance(c, int):
             raise _Retry
@@ -489,6 +523,8 @@ class GraphGenerator:
         if self.coin(0.15) and c > 1:
             g = c  # depthwise
         o = g * int(self.choice((1, 2, 3)))
+        if group is not None:
+            g, o = group, channels
         fan = (c // g) * math.prod(kernel)
         scale = 1.0 / math.sqrt(fan)
         w = self.weight([o, c // g, *kernel], -2 * scale, 2 * scale)
@@ -507,10 +543,12 @@ class GraphGenerator:
         if g != 1:
             attrs["group"] = g
         shape = (x.shape[0], o, *outs)
-        self.add_node("Conv", ins, [self.out(_F, shape, -bound, bound)], **attrs)
+        y = self.out(_F, shape, -bound, bound)
+        self.add_node("Conv", ins, [y], **attrs)
+        return y
 
-    def op_pool(self) -> None:
-        x = self.spatial_input()
+    def op_pool(self, x: Tensor | None = None) -> None:
+        x = self.spatial_input() if x is None else x
         op = self.choice(["MaxPool", "AveragePool"])
         kernel, strides, pads, dil, ceil, outs = self.window(x, pool=True)
         attrs: dict[str, Any] = {"kernel_shape": kernel}
@@ -791,7 +829,8 @@ class GraphGenerator:
 
     OPS = (
         ("op_unary", 4), ("op_binary", 4), ("op_where", 1.5), ("op_matmul", 1.5), ("op_gemm", 1),
-        ("op_conv", 1.5), ("op_pool", 1.5), ("op_reshape", 1), ("op_transpose", 1), ("op_concat", 1),
+        ("op_conv", 1.5), ("op_conv_block", 1.5), ("op_pool", 1.5), ("op_reshape", 1), ("op_transpose", 1),
+        ("op_concat", 1),
         ("op_slice", 1), ("op_gather", 1), ("op_split", 0.7), ("op_expand", 0.7), ("op_reduce", 1.5),
         ("op_softmax", 1), ("op_layernorm", 1), ("op_cast", 0.7), ("op_clip", 0.5),
     )

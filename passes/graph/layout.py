@@ -22,6 +22,8 @@ A chain starts at a conv (group 1, static shapes, input and output channels mult
 it grows through the ops that read only chain values, scalars and per-channel constants:
 
   * conv2d (the same conditions), max_pool2d and avg_pool2d (the `block` property);
+  * a conv whose input has fewer channels than a block (an RGB image) reads it in NCHW and
+    starts the chain with its blocked result (onnxruntime's NCHW-input NCHWc conv);
   * elementwise and broadcasting ops of the chain's shape (ReLU, Clip, Add, Mul, …): another
     operand is a chain value, a tensor of one element, or a per-channel (C, 1, 1) or (1, C, 1, 1)
     tensor, which moves to (1, C/B, 1, 1, B) (weight-only: graph-lift-params does it once);
@@ -30,8 +32,8 @@ it grows through the ops that read only chain values, scalars and per-channel co
 
 Anything else reads the NCHW value back (a transpose and a free reshape, built once per value).
 A per-channel scale and shift after a conv fold into its weight first (graph-pack-weights's
-fold, which cannot see them once they are blocked). Static shapes only: a function with a
-dynamic dim anywhere in a chain candidate is left as it is.
+fold, which cannot see them once they are blocked). A value with a dynamic channel count or
+spatial size stays NCHW (the conv rule's blocked tile wants them static); a dynamic batch is fine.
 """
 
 from __future__ import annotations
@@ -55,8 +57,16 @@ def _shape(v: SSAValue) -> list[int] | None:
 
 
 def _static4(v: SSAValue) -> bool:
+    """NCHW with static C, H, W (the batch may be dynamic)."""
     s = _shape(v)
-    return s is not None and len(s) == 4 and min(s) >= 0
+    return s is not None and len(s) == 4 and min(s[1:]) >= 0
+
+
+def _batch(v: SSAValue, ip: InsertPoint, location) -> list[SSAValue]:
+    """The dynamic dims a reshape of `v` (batch first) to another rank needs: [dim 0] or none."""
+    if _shape(v)[0] >= 0:  # type: ignore[index]
+        return []
+    return [_insert(graph.DimOp(v, 0), ip, location)]
 
 
 def _insert(op: Operation, ip: InsertPoint, location) -> SSAValue:
@@ -81,11 +91,12 @@ class _Layout:
         n, c, h, w = _shape(v)  # type: ignore[misc]
         elt = v.type.get_element_type()  # type: ignore[union-attr]
         ip = InsertPoint.after(v.owner) if isinstance(v.owner, Operation) else InsertPoint.before(at)
-        r = graph.ReshapeOp(v, TensorType(elt, [n, c // self.b, self.b, h, w]))
+        dims = _batch(v, ip, at.location)
+        r = graph.ReshapeOp(v, TensorType(elt, [n, c // self.b, self.b, h, w]), dims)
         _insert(r, ip, at.location)
         t = graph.TransposeOp(r.result, [0, 1, 3, 4, 2])
         _insert(t, InsertPoint.after(r), at.location)
-        self.conversions += [t, r]
+        self.conversions += [t, r, *(d.owner for d in dims)]
         self.blocked[v] = t.result
         return t.result
 
@@ -97,9 +108,10 @@ class _Layout:
         elt = res.type.get_element_type()  # type: ignore[union-attr]
         t = graph.TransposeOp(new, [0, 1, 4, 2, 3])
         _insert(t, InsertPoint.after(new.owner), old.location)  # type: ignore[arg-type]
-        r = graph.ReshapeOp(t.result, TensorType(elt, [n, c, h, w]))
-        _insert(r, InsertPoint.after(t), old.location)
-        self.conversions += [r, t]
+        dims = _batch(t.result, InsertPoint.after(t), old.location)
+        r = graph.ReshapeOp(t.result, TensorType(elt, [n, c, h, w]), dims)
+        _insert(r, InsertPoint.after(dims[-1].owner if dims else t), old.location)  # type: ignore[arg-type]
+        self.conversions += [r, *(d.owner for d in dims), t]
         res.replace_all_uses_with(r.result)
         old.detach()
         old.erase()
@@ -111,8 +123,12 @@ class _Layout:
         return _static4(v) and _shape(v)[1] % self.b == 0  # type: ignore[index]
 
     def conv_ok(self, op: graph.Conv2dOp) -> bool:
+        """Group 1, static weights and channels, output channels in whole blocks; the input in
+        whole blocks too, or fewer channels than one block (an image's: read in NCHW)."""
         ws = op.weight_shape()
-        return (not op.blocked and op.group.value.data == 1 and self.channels_ok(op.input)
+        c = _shape(op.input)[1] if _static4(op.input) else -1  # type: ignore[index]
+        return (not op.blocked and not op.tile and op.group.value.data == 1
+                and (self.channels_ok(op.input) or 0 < c < self.b)
                 and self.channels_ok(op.result) and len(ws) == 4 and min(ws) >= 0
                 and isinstance(op.weight.type, TensorType))
 
@@ -164,7 +180,8 @@ class _Layout:
             self.global_pool(op)
         elif isinstance(op, graph.ConcatOp):
             self.concat(op)
-        elif fusion_kind(op) in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and not op.regions:
+        elif (fusion_kind(op) in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and not op.regions
+              and op.name != "graph.random"):  # (random values follow the element's NCHW position)
             self.elementwise(op)
 
     def conv(self, op: graph.Conv2dOp) -> None:
@@ -172,7 +189,7 @@ class _Layout:
 
         if weight_only(op.weight) and (op.bias is None or weight_only(op.bias)):
             op = fold_scale_shift(op)  # sees the NCHW scale and shift; blocked, it could not
-        x = self.to_blocked(op.input, op)
+        x = self.to_blocked(op.input, op) if self.channels_ok(op.input) else op.input
         new = graph.Conv2dOp(x, op.weight, op.bias, op.strides.get_values(), op.pads.get_values(),
                              op.dilations.get_values(), 1, op.tile, self.b)
         new.attributes.update(op.attributes)
@@ -219,7 +236,9 @@ class _Layout:
                 return  # the chain ends here (the side conversions built are dead: erased)
             operands.append(side)
         nb = self.blocked[next(u for u in op.operands if u in self.blocked)]
-        new = type(op).create(operands=operands, result_types=[nb.type], properties=dict(op.properties),
+        # the op's own element type (a comparison's i1, a cast's), in the blocked shape
+        rt = TensorType(res.type.get_element_type(), nb.type.get_shape())  # type: ignore[union-attr]
+        new = type(op).create(operands=operands, result_types=[rt], properties=dict(op.properties),
                               attributes=dict(op.attributes))
         new.verify()
         self.publish(op, _insert(new, InsertPoint.before(op), op.location))

@@ -319,8 +319,8 @@ class LegalizeConv2d(Legalization):
 
     def _build_blocked(self, op: graph.Conv2dOp, kb: KernelBuilder) -> None:
         """NCHW{B}c x OIHW (group 1): block "conv2d" [n, cb, oh, ow, cl | ci, kh, kw] computing
-        Y[n, cb, oh, ow, cl], output channel cb*B + cl, from X[n, ci floordiv B, ih, iw, ci mod B];
-        the init region writes bias[cb*B + cl] (or 0)."""
+        Y[n, cb, oh, ow, cl], output channel cb*B + cl, from X[n, ci floordiv B, ih, iw, ci mod B]
+        (an NCHW input: X[n, ci, ih, iw]); the init region writes bias[cb*B + cl] (or 0)."""
         x, w = kb.inputs[0], kb.inputs[1]
         bias = kb.inputs[2] if len(kb.inputs) == 3 else None
         (y,) = kb.outputs
@@ -348,8 +348,11 @@ class LegalizeConv2d(Legalization):
             n, cb, oh, ow, cl, ci, kh, kw = vs
             co = e.affine([(cb, B), (cl, 1)])
             taps = [wins[0].index(e, oh, kh), wins[1].index(e, ow, kw)]
-            xv = _guarded_load(e, x, [n, e.ifloordiv(ci, B)], taps, wins, lambda: e.const(0, t),
-                               [e.irem(ci, B)])
+            if len(x.type.get_shape()) == 5:
+                xv = _guarded_load(e, x, [n, e.ifloordiv(ci, B)], taps, wins, lambda: e.const(0, t),
+                                   [e.irem(ci, B)])
+            else:
+                xv = _guarded_load(e, x, [n, ci], taps, wins, lambda: e.const(0, t))
             if tile:
                 wv = e.load(w, [e.ifloordiv(co, tile), ci, kh, kw, e.irem(co, tile)])
             else:

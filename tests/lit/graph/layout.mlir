@@ -3,7 +3,8 @@
 
 // A chain of convs, ReLU, a max pool, a residual add, a concat and a global average pool runs in
 // the channel-blocked layout (N, C/4, H, W, 4): the input converts once at the start (a reshape and
-// a transpose), the output once at the end; the final reshape reads the NCHW value back.
+// a transpose), the output once at the end; the final reshape reads the NCHW value back. (An input
+// with fewer channels than a block needs no conversion: see @stem.)
 // CHECK-LABEL: func.func @chain
 // CHECK:         %[[R:.*]] = graph.reshape %x : tensor<1x8x8x8xf32> -> tensor<1x2x4x8x8xf32>
 // CHECK-NEXT:    %[[XB:.*]] = graph.transpose %[[R]] perm [0, 1, 3, 4, 2] : tensor<1x2x4x8x8xf32> -> tensor<1x2x8x8x4xf32>
@@ -105,3 +106,44 @@ func.func @left_alone(%x: tensor<1x8x4x4xf32>, %row: tensor<4xf32>) -> tensor<1x
 // PACK-LABEL: func.func @left_alone(
 // PACK:         graph.conv2d %{{.*}}, %{{.*}} weight_tile 8 block 4
 // PACK:         graph.conv2d %{{.*}}, %{{.*}} weight_tile 8 block 4
+
+// A dynamic batch: the conversions' reshapes read it with graph.dim. A dynamic spatial size stays
+// NCHW (the blocked tile wants it static).
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK:         %[[D:.*]] = graph.dim %x, 0 : tensor<?x4x6x6xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.reshape %x dims(%[[D]]) : tensor<?x4x6x6xf32> -> tensor<?x1x4x6x6xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.transpose %[[R]] perm [0, 1, 3, 4, 2]
+// CHECK-NEXT:    %[[C:.*]] = graph.conv2d %[[B]], %w pads [1, 1, 1, 1] block 4 : {{.*}} -> tensor<?x1x6x6x4xf32>
+// CHECK-NEXT:    %[[P:.*]] = graph.max_pool2d %[[C]] kernel [2, 2] strides [2, 2] block 4
+// CHECK-NEXT:    %[[T:.*]] = graph.transpose %[[P]] perm [0, 1, 4, 2, 3]
+// CHECK-NEXT:    %[[E:.*]] = graph.dim %[[T]], 0
+// CHECK-NEXT:    graph.reshape %[[T]] dims(%[[E]]) : tensor<?x1x4x3x3xf32> -> tensor<?x4x3x3xf32>
+// CHECK-LABEL: func.func @dynamic_size
+// CHECK-NOT:     block
+func.func @dynamic_batch(%x: tensor<?x4x6x6xf32>) -> tensor<?x4x3x3xf32> {
+  %w = graph.param "w" : tensor<4x4x3x3xf32>
+  %c = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<?x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x6x6xf32>
+  %p = graph.max_pool2d %c kernel [2, 2] strides [2, 2] : tensor<?x4x6x6xf32> -> tensor<?x4x3x3xf32>
+  func.return %p : tensor<?x4x3x3xf32>
+}
+
+func.func @dynamic_size(%x: tensor<1x4x?x6xf32>) -> tensor<1x4x?x3xf32> {
+  %w = graph.param "w" : tensor<4x4x3x3xf32>
+  %c = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<1x4x?x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x?x6xf32>
+  %p = graph.max_pool2d %c kernel [2, 2] strides [2, 2] : tensor<1x4x?x6xf32> -> tensor<1x4x?x3xf32>
+  func.return %p : tensor<1x4x?x3xf32>
+}
+
+// A conv reading fewer channels than a block (an RGB image) reads them in NCHW and starts the chain.
+// CHECK-LABEL: func.func @stem
+// CHECK-NEXT:    %w = graph.param "w"
+// CHECK-NEXT:    %[[C:.*]] = graph.conv2d %x, %w strides [2, 2] pads [1, 1, 1, 1] block 4 : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x2x4x4x4xf32>
+// CHECK-NEXT:    graph.relu %[[C]]
+// CHECK-NEXT:    graph.max_pool2d
+func.func @stem(%x: tensor<1x3x8x8xf32>) -> tensor<1x8x2x2xf32> {
+  %w = graph.param "w" : tensor<8x3x3x3xf32>
+  %c = graph.conv2d %x, %w strides [2, 2] pads [1, 1, 1, 1] : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %r = graph.relu %c : tensor<1x8x4x4xf32>
+  %p = graph.max_pool2d %r kernel [2, 2] strides [2, 2] : tensor<1x8x4x4xf32> -> tensor<1x8x2x2xf32>
+  func.return %p : tensor<1x8x2x2xf32>
+}

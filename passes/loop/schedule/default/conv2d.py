@@ -226,8 +226,9 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
 
     w_ld = next((l for l in loads if weight_load(l)), None)
     x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
-    if B:
-        x_ok = len(x_ld.indices) == 5 and split_channel(x_ld.indices[1], x_ld.indices[4]) if x_ld else False
+    xb = B and x_ld is not None and len(x_ld.indices) == 5  # a blocked input (else NCHW)
+    if xb:
+        x_ok = split_channel(x_ld.indices[1], x_ld.indices[4])
     else:
         x_ok = x_ld is not None and (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))
     if w_ld is None or x_ld is None or x_ld.indices[0] is not n or not x_ok:
@@ -281,13 +282,13 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
             shape = x.type.get_shape()  # type: ignore[union-attr]
             sizes.append(iconst(kernel, shape[2 + d]) if shape[2 + d] >= 0 else emit(mem.DimOp(x, 2 + d), ip))
         xshape = x.type.get_shape()  # type: ignore[union-attr]
-        chans = ubs[4] if g is None and not dw and not B else (
+        chans = ubs[4] if g is None and not dw and not xb else (
             iconst(kernel, xshape[1]) if xshape[1] >= 0 else emit(mem.DimOp(x, 1), ip))
-        trail = [iconst(kernel, B)] if B else []
+        trail = [iconst(kernel, B)] if xb else []
         xp = _local_buffer(elem, [ubs[0], chans, *extents, *trail], ip, frees)
         if not pad_rows(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, 0.0, f"{name}_pad", blk.location,
                         trail=trail):
-            if B:
+            if xb:
                 raise ScheduleError("conv relayout: a blocked conv's padded input with dynamic sizes", x_ld)
             _pad_by_elements(kernel, ip, x, xp, [ubs[0], chans], pads, sizes, extents, f"{name}_pad", blk.location)
         read_padded(kernel, x_ld, sel, xp, [n, x_ld.indices[1]], taps, pads, list(x_ld.indices[4:]))
@@ -410,20 +411,28 @@ def _read_blocked_input(kernel: func.FuncOp, blk: loop.BlockOp, b: int, cib: loo
     own variables (ci = cib*B + cil): affine, so LLVM strength-reduces the addresses (the div and
     mod of the block variable are not: every tap's address was recomputed, and a 3x3 conv at
     14x14 spilled and ran at 60% of the NCHW one's speed)."""
+    ld = _blocked_input_load(blk, b)
+    if ld is None:
+        raise ScheduleError("conv2d rule: no blocked input read", blk)
+    ip = InsertPoint.before(ld)
+    new = emit(mem.LoadOp(ld.memref, [ld.indices[0], cib.induction_var, *ld.indices[2:4], cil.induction_var],
+                          ld.result.type), ip)
+    ld.result.replace_all_uses_with(new)
+    ld.detach()
+    ld.erase()
+    _drop_dead(blk.body.block)
+
+
+def _blocked_input_load(blk: loop.BlockOp, b: int) -> mem.LoadOp | None:
+    """The read X[n, ci floordiv B, h, w, ci mod B] of a conv's blocked input (a pre-packed weight's
+    W[co floordiv T, ci, kh, kw, co mod T] splits dims 0 and 4, not 1), or None (an NCHW input)."""
     for ld in [o for o in blk.body.walk() if isinstance(o, mem.LoadOp) and len(o.indices) == 5]:
         q, r = ld.indices[1], ld.indices[4]
         if (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and const_index(q.owner.rhs) == b
                 and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp) and const_index(r.owner.rhs) == b
                 and q.owner.lhs is r.owner.lhs):
-            ip = InsertPoint.before(ld)
-            new = emit(mem.LoadOp(ld.memref, [ld.indices[0], cib.induction_var, *ld.indices[2:4],
-                                              cil.induction_var], ld.result.type), ip)
-            ld.result.replace_all_uses_with(new)
-            ld.detach()
-            ld.erase()
-            _drop_dead(blk.body.block)
-            return
-    raise ScheduleError("conv2d rule: no blocked input read", blk)
+            return ld
+    return None
 
 
 def transpose_shuffles(rows: int, width: int) -> list[tuple[int, int, list[int], list[int], list[int]]]:
@@ -640,6 +649,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # blocked: the reduction over the input channels' blocks, then the taps, then the channels
     # within a block ("taps"), or the channels then the taps ("channels")
     blocked_order = choose("conv2d.blocked_order", "channels") if bl else None
+    xb = bl and _blocked_input_load(blk, bl) is not None  # a blocked input (else NCHW: the chain's first conv)
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
@@ -647,12 +657,15 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             _contract_fma(b)
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w, bname)
         red: list = []  # the reduction loops, outermost first
-        if bl:  # the block is the vector: cb -> (co0, cj), cl is cw; ci -> (cib, cil)
+        if bl:  # the block is the vector: cb -> (co0, cj), cl is cw; a blocked input's ci -> (cib, cil)
             n, co, oh, ow, cw, ci, kh, kw = s.get_loops(b)
             g = []
             co0, cj = s.split(co, [None, nv])
-            cib, cil = s.split(ci, [None, bl])
-            red = [cib, kh, kw, cil] if blocked_order == "taps" else [cib, cil, kh, kw]
+            if xb:
+                cib, cil = s.split(ci, [None, bl])
+                red = [cib, kh, kw, cil] if blocked_order == "taps" else [cib, cil, kh, kw]
+            else:
+                red = [ci, kh, kw]
         else:
             n, *g, co, oh, ow, ci, kh, kw = s.get_loops(b)
             co0, cj, cw = s.split(co, [None, nv, w])
@@ -664,7 +677,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             order = s.reorder(n, *g, co0, oh, ow0, *red, ow1, cj, cw)
         co0 = order[2 if rows_first else 1 + len(g)]
         red, (ow1, cj, cw) = order[-3 - len(red):-3], order[-3:]
-        if bl:
+        if xb:
             _read_blocked_input(kernel, b, bl, *(red[0], red[-1] if blocked_order == "taps" else red[1]))
         group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
         _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
