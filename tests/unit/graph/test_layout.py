@@ -290,3 +290,37 @@ def test_chain_ops_keep_their_element_type():
     refs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     got = compile(model.SerializeToString(), cache=False)(x)
     assert_outputs([np.asarray(v) for v in got], refs, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not NATIVE, reason="no native backend")
+@pytest.mark.parametrize("order", ["channels", "taps"])
+def test_blocked_reduction_orders(order):
+    """The knob conv2d.blocked_order (the tuner's): the input block's channels outside the taps or
+    inside them; either gives the conv's result."""
+    from minimlir.backend.runtime import compile_mlir_text
+    from minimlir.compiler import driver
+    from minimlir.compiler.pipelines import expand
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.default import knobs
+
+    x, w = rand(1, 32, 9, 9), rand(32, 32, 3, 3)
+    ref = conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    t, wt = ttype((1, 2, 9, 9, 16)), ttype((32, 32, 3, 3))
+    text = (f'func.func @main(%x: {t}) -> {t} {{\n  %w = graph.param "w" : {wt}\n'
+            f"  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] block 16 : ({t}, {wt}) -> {t}\n  func.return %y : {t}\n}}\n")
+    def scheduled(lower: bool):
+        m = parse(text)
+        driver.lower(m, expand("compile-whole-module"))
+        for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
+            knobs.set_assignment(k, {"conv2d.blocked_order": order})
+        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
+        return m
+
+    m = scheduled(False)
+    (blk,) = [b for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k) if b.block_name.data == "conv2d"]
+    exts = [l.ub.owner.value.value.data for l in loop.block_loops(blk)]
+    assert exts[4:8] == ([2, 3, 3, 16] if order == "taps" else [2, 16, 3, 3]), exts
+    rest = expand("compile-per-function").split(",")
+    assert rest[0] == "loop-schedule"
+    prog = compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params={"w": w})
+    assert_outputs([unblocked(prog.main(blocked(x, 16)))], [ref], rtol=1e-4, atol=1e-4)

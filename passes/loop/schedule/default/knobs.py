@@ -154,6 +154,8 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "OW not a multiple of rw: full column tiles, the last one clamped, not a guarded one"),
             Knob("conv2d.transpose_out", (True, False),
                  "store the accumulator tile along the output row (transposed in registers), not per element"),
+            Knob("conv2d.blocked_order", ("channels", "taps"),
+                 "a blocked conv's reduction: per input block its channels, then the taps; or the taps first"),
         ), _check_conv),
         RuleKnobs("conv_epilogue", (
             Knob("conv_epilogue.inline", (True, False),
