@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -56,10 +56,12 @@ def _shape(v: SSAValue) -> list[int] | None:
     return list(t.get_shape()) if isinstance(t, TensorType) else None
 
 
-def _static4(v: SSAValue) -> bool:
-    """NCHW with static C, H, W (the batch may be dynamic)."""
+def _static4(v: SSAValue, any_type: bool = False) -> bool:
+    """f32 NCHW with static C, H, W (the batch may be dynamic): the vector width is in f32 lanes.
+    `any_type`: of any element type (an elementwise op's result: a comparison's i1 joins too)."""
     s = _shape(v)
-    return s is not None and len(s) == 4 and min(s[1:]) >= 0
+    return (s is not None and len(s) == 4 and min(s[1:]) >= 0
+            and (any_type or isinstance(v.type.get_element_type(), Float32Type)))  # type: ignore[union-attr]
 
 
 def _batch(v: SSAValue, ip: InsertPoint, location) -> list[SSAValue]:
@@ -119,8 +121,8 @@ class _Layout:
 
     # -- which values and ops join -------------------------------------------------------
 
-    def channels_ok(self, v: SSAValue) -> bool:
-        return _static4(v) and _shape(v)[1] % self.b == 0  # type: ignore[index]
+    def channels_ok(self, v: SSAValue, any_type: bool = False) -> bool:
+        return _static4(v, any_type) and _shape(v)[1] % self.b == 0  # type: ignore[index]
 
     def conv_ok(self, op: graph.Conv2dOp) -> bool:
         """Group 1, static weights and channels, output channels in whole blocks; the input in
@@ -223,7 +225,7 @@ class _Layout:
 
     def elementwise(self, op: Operation) -> None:
         res = op.results[0]
-        if not self.channels_ok(res):
+        if not self.channels_ok(res, any_type=True):
             return
         shape = _shape(res)
         operands: list[SSAValue] = []

@@ -147,3 +147,14 @@ func.func @stem(%x: tensor<1x3x8x8xf32>) -> tensor<1x8x2x2xf32> {
   %p = graph.max_pool2d %r kernel [2, 2] strides [2, 2] : tensor<1x8x4x4xf32> -> tensor<1x8x2x2xf32>
   func.return %p : tensor<1x8x2x2xf32>
 }
+
+// Only f32 convs and pools are blocked (the block is the vector width in f32 lanes).
+// CHECK-LABEL: func.func @f64
+// CHECK-NOT:     block
+// CHECK:         func.return
+func.func @f64(%x: tensor<1x4x6x6xf64>) -> tensor<1x4x3x3xf64> {
+  %w = graph.param "w" : tensor<4x4x3x3xf64>
+  %c = graph.conv2d %x, %w pads [1, 1, 1, 1] : (tensor<1x4x6x6xf64>, tensor<4x4x3x3xf64>) -> tensor<1x4x6x6xf64>
+  %p = graph.max_pool2d %c kernel [2, 2] strides [2, 2] : tensor<1x4x6x6xf64> -> tensor<1x4x3x3xf64>
+  func.return %p : tensor<1x4x3x3xf64>
+}
