@@ -324,3 +324,48 @@ def test_blocked_reduction_orders(order):
     assert rest[0] == "loop-schedule"
     prog = compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params={"w": w})
     assert_outputs([unblocked(prog.main(blocked(x, 16)))], [ref], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not NATIVE, reason="no native backend")
+@pytest.mark.parametrize("chunk", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_chunked_reduction_applies_the_epilogue_once(chunk, threads):
+    """conv2d.chunk_reduction: the input blocks outside the output rows, the partial sums in the
+    output; the bias, the residual add and the ReLU must still apply once, after the last block
+    (a fold into the tile's copy-out would apply them per block)."""
+    from minimlir.backend import parallel
+    from minimlir.backend.runtime import compile_mlir_text
+    from minimlir.compiler import driver
+    from minimlir.compiler.pipelines import expand
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.default import knobs
+
+    c = 64
+    x, w, bias, r = rand(1, c, 7, 7), rand(c, c, 3, 3) * 0.1, rand(c), rand(1, c, 7, 7)
+    ref = np.maximum(conv_ref(x, w, bias, (1, 1), (1, 1, 1, 1), (1, 1), 1) + r, 0)
+    t, wt, bt = ttype((1, c // 16, 7, 7, 16)), ttype((c, c, 3, 3)), ttype((c,))
+    text = (f'func.func @main(%x: {t}, %r: {t}) -> {t} {{\n  %w = graph.param "w" : {wt}\n  %b = graph.param "b" : {bt}\n'
+            f"  %y = graph.conv2d %x, %w, %b pads [1, 1, 1, 1] block 16 : ({t}, {wt}, {bt}) -> {t}\n"
+            f"  %s = graph.add %y, %r : {t}\n  %o = graph.relu %s : {t}\n  func.return %o : {t}\n}}\n")
+
+    def scheduled(lower: bool):
+        m = parse(text)
+        driver.lower(m, expand("compile-whole-module"))
+        for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
+            knobs.set_assignment(k, {"conv2d.chunk_reduction": chunk})
+        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
+        return m
+
+    m = scheduled(False)
+    (blk,) = [b for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k) if b.block_name.data == "conv2d"]
+    exts = [l.ub.owner.value.value.data for l in loop.block_loops(blk)]
+    assert exts[1:5] == ([2, 4, 7, 1] if chunk else [2, 7, 1, 4]), exts  # co0, then cib or oh
+    rest = expand("compile-per-function").split(",")
+    prog = compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params={"w": w, "b": bias})
+    old = parallel.get_num_threads()
+    parallel.set_num_threads(threads)
+    try:
+        for _ in range(3):
+            assert_outputs([unblocked(prog.main(blocked(x, 16), blocked(r, 16)))], [ref], rtol=1e-4, atol=1e-4)
+    finally:
+        parallel.set_num_threads(old)

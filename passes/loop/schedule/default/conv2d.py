@@ -650,6 +650,14 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # within a block ("taps"), or the channels then the taps ("channels")
     blocked_order = choose("conv2d.blocked_order", "channels") if bl else None
     xb = bl and _blocked_input_load(blk, bl) is not None  # a blocked input (else NCHW: the chain's first conv)
+    # a small map under a large weight panel (ResNet-50's 7x7 stage: 512 -> 512 3x3, a 590 KB
+    # panel per 32 channels, streamed from L2 once per 7-pixel row): the input blocks outside the
+    # rows, so each block's slice of the panel (18 KB) is read from L1 by every row; the partial
+    # sums wait in the output (in L1), the epilogue runs once per panel after its reduction
+    panel_bytes = (ext[-3] or 0) * (ext[-2] or 0) * (ext[-1] or 0) * nv * w * 4
+    chunked = bool(xb and blocked_order == "channels" and not rows_first and ow_ext is not None
+                   and ow_ext % rw == 0 and choose("conv2d.chunk_reduction", panel_bytes > l2_bytes() // 8
+                                                   and (ext[2] or 0) * ow_ext <= 14 * 14))
 
     def main(s: Schedule) -> None:
         b = s.get_block(bname)
@@ -673,16 +681,25 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         ow0, ow1 = s.split(ow, [None, rw])
         if rows_first:
             order = s.reorder(n, oh, co0, ow0, *red, ow1, cj, cw)
+        elif chunked:
+            order = s.reorder(n, co0, red[0], oh, ow0, *red[1:], ow1, cj, cw)
         else:
             order = s.reorder(n, *g, co0, oh, ow0, *red, ow1, cj, cw)
         co0 = order[2 if rows_first else 1 + len(g)]
-        red, (ow1, cj, cw) = order[-3 - len(red):-3], order[-3:]
+        if chunked:  # n co0 cib oh ow0 | cil kh kw | ow1 cj cw
+            red, (ow1, cj, cw) = [order[2], *order[5:8]], order[-3:]
+        else:
+            red, (ow1, cj, cw) = order[-3 - len(red):-3], order[-3:]
         if xb:
             _read_blocked_input(kernel, b, bl, *(red[0], red[-1] if blocked_order == "taps" else red[1]))
         group = (b.body.block.args[1], co_ext // (nv * w)) if gr else None
         _read_weight_panel(kernel, w_ld, wt, co0, cj, cw, w, group)
-        s.decompose_reduction(b, s.get_loops(b)[4 + gr])
-        _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[4 + gr])
+        if chunked:  # the init before the input blocks; the tile cached around each block's taps
+            s.decompose_reduction(b, s.get_loops(b)[2])
+            _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[5])
+        else:
+            s.decompose_reduction(b, s.get_loops(b)[4 + gr])
+            _cache_accumulator(kernel, b, [rw, nv, w], f"{bname}_acc", red=s.get_loops(b)[4 + gr])
         if clamp and ow_ext is not None and ow_ext % rw:
             # full rw-column tiles; the last one clamped to column OW-1 (clamp_tile_binding, below)
             ragged.extend(exact_tile_loops(kernel, [f"{bname}_init", f"{bname}_acc_in", bname, f"{bname}_acc_out"],
@@ -696,17 +713,19 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
 
     if not transaction.attempt(kernel, main):
         return False
-    transaction.attempt(
-        kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in"))
-    )
+    if not chunked:  # (chunked, acc_in reads the partial sums of the blocks before)
+        transaction.attempt(
+            kernel, lambda s: _forward_init(kernel, s.get_block(f"{bname}_init"), s.get_block(f"{bname}_acc_in"))
+        )
     # the epilogue's level: the channel panel (co0) or the output row (oh), whichever is outer
     at = {"co0": 2, "oh": 1} if rows_first else {"co0": 1, "oh": 2}
     # (a ragged row's last tile, moved back, recomputes columns: an epilogue reading along the row
     # stays a block of its own there, so a residual whose buffer the output takes is read once)
     # (blocked: acc_out stores whole vectors of channels, so a residual read in the same lanes
     # folds in too, except where a clamped last tile writes column OW-1 twice)
-    _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[at[fuse_at] + gr],
-                   f"{bname}_acc_out", along_row=(transpose or bl) and ow_ext % rw == 0)
+    # (chunked: acc_out stores a partial sum; the epilogue runs per panel after the reduction)
+    _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[1 if chunked else at[fuse_at] + gr],
+                   None if chunked else f"{bname}_acc_out", along_row=(transpose or bl) and ow_ext % rw == 0)
     for name in (f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"):
         if not any(b.block_name.data == name for b in loop.blocks_of(kernel)):
             continue

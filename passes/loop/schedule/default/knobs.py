@@ -154,9 +154,11 @@ def _declarations() -> dict[str, RuleKnobs]:
                  "OW not a multiple of rw: full column tiles, the last one clamped, not a guarded one"),
             Knob("conv2d.transpose_out", (True, False),
                  "store the accumulator tile along the output row (transposed in registers), not per element"),
+            Knob("conv2d.chunk_reduction", (True, False),
+                 "a blocked conv's input blocks outside the output rows (partial sums in the output)"),
             Knob("conv2d.blocked_order", ("channels", "taps"),
                  "a blocked conv's reduction: per input block its channels, then the taps; or the taps first"),
-        ), _check_conv),
+        ), _check_conv, ("conv2d.nv", "conv2d.width", "conv2d.rw")),
         RuleKnobs("conv_epilogue", (
             Knob("conv_epilogue.inline", (True, False),
                  "inline a conv's elementwise consumers into one block (no intermediate buffers)"),
