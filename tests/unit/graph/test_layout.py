@@ -297,32 +297,13 @@ def test_chain_ops_keep_their_element_type():
 def test_blocked_reduction_orders(order):
     """The knob conv2d.blocked_order (the tuner's): the input block's channels outside the taps or
     inside them; either gives the conv's result."""
-    from minimlir.backend.runtime import compile_mlir_text
-    from minimlir.compiler import driver
-    from minimlir.compiler.pipelines import expand
-    from minimlir.dialects import loop
-    from minimlir.passes.loop.schedule.default import knobs
-
     x, w = rand(1, 32, 9, 9), rand(32, 32, 3, 3)
     ref = conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
     t, wt = ttype((1, 2, 9, 9, 16)), ttype((32, 32, 3, 3))
     text = (f'func.func @main(%x: {t}) -> {t} {{\n  %w = graph.param "w" : {wt}\n'
             f"  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] block 16 : ({t}, {wt}) -> {t}\n  func.return %y : {t}\n}}\n")
-    def scheduled(lower: bool):
-        m = parse(text)
-        driver.lower(m, expand("compile-whole-module"))
-        for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
-            knobs.set_assignment(k, {"conv2d.blocked_order": order})
-        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
-        return m
-
-    m = scheduled(False)
-    (blk,) = [b for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k) if b.block_name.data == "conv2d"]
-    exts = [l.ub.owner.value.value.data for l in loop.block_loops(blk)]
+    exts, prog = _conv_tile_extents_and_program(text, {"conv2d.blocked_order": order}, {"w": w})
     assert exts[4:8] == ([2, 3, 3, 16] if order == "taps" else [2, 16, 3, 3]), exts
-    rest = expand("compile-per-function").split(",")
-    assert rest[0] == "loop-schedule"
-    prog = compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params={"w": w})
     assert_outputs([unblocked(prog.main(blocked(x, 16)))], [ref], rtol=1e-4, atol=1e-4)
 
 
@@ -334,11 +315,6 @@ def test_chunked_reduction_applies_the_epilogue_once(chunk, threads):
     output; the bias, the residual add and the ReLU must still apply once, after the last block
     (a fold into the tile's copy-out would apply them per block)."""
     from minimlir.backend import parallel
-    from minimlir.backend.runtime import compile_mlir_text
-    from minimlir.compiler import driver
-    from minimlir.compiler.pipelines import expand
-    from minimlir.dialects import loop
-    from minimlir.passes.loop.schedule.default import knobs
 
     c = 64
     x, w, bias, r = rand(1, c, 7, 7), rand(c, c, 3, 3) * 0.1, rand(c), rand(1, c, 7, 7)
@@ -348,20 +324,8 @@ def test_chunked_reduction_applies_the_epilogue_once(chunk, threads):
             f"  %y = graph.conv2d %x, %w, %b pads [1, 1, 1, 1] block 16 : ({t}, {wt}, {bt}) -> {t}\n"
             f"  %s = graph.add %y, %r : {t}\n  %o = graph.relu %s : {t}\n  func.return %o : {t}\n}}\n")
 
-    def scheduled(lower: bool):
-        m = parse(text)
-        driver.lower(m, expand("compile-whole-module"))
-        for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
-            knobs.set_assignment(k, {"conv2d.chunk_reduction": chunk})
-        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
-        return m
-
-    m = scheduled(False)
-    (blk,) = [b for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k) if b.block_name.data == "conv2d"]
-    exts = [l.ub.owner.value.value.data for l in loop.block_loops(blk)]
+    exts, prog = _conv_tile_extents_and_program(text, {"conv2d.chunk_reduction": chunk}, {"w": w, "b": bias})
     assert exts[1:5] == ([2, 4, 7, 1] if chunk else [2, 7, 1, 4]), exts  # co0, then cib or oh
-    rest = expand("compile-per-function").split(",")
-    prog = compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params={"w": w, "b": bias})
     old = parallel.get_num_threads()
     parallel.set_num_threads(threads)
     try:
@@ -369,3 +333,28 @@ def test_chunked_reduction_applies_the_epilogue_once(chunk, threads):
             assert_outputs([unblocked(prog.main(blocked(x, 16), blocked(r, 16)))], [ref], rtol=1e-4, atol=1e-4)
     finally:
         parallel.set_num_threads(old)
+
+
+def _conv_tile_extents_and_program(text: str, assignment: dict, params: dict):
+    """The blocked conv's loop extents (scheduled under the knob `assignment`, not lowered) and
+    the natively compiled program, scheduled the same way."""
+    from minimlir.backend.runtime import compile_mlir_text
+    from minimlir.compiler import driver
+    from minimlir.compiler.pipelines import expand
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.default import knobs
+
+    def scheduled(lower: bool):
+        m = parse(text)
+        driver.lower(m, expand("compile-whole-module"))
+        for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
+            knobs.set_assignment(k, assignment)
+        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
+        return m
+
+    m = scheduled(False)
+    (blk,) = [b for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k) if b.block_name.data == "conv2d"]
+    exts = [l.ub.owner.value.value.data for l in loop.block_loops(blk)]
+    rest = expand("compile-per-function").split(",")
+    assert rest[0] == "loop-schedule"
+    return exts, compile_mlir_text(scheduled(True), pipeline=",".join(rest[1:]), cache=False, params=params)
