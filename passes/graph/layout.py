@@ -87,20 +87,25 @@ class _Layout:
 
     # -- conversions ---------------------------------------------------------------------
 
-    def to_blocked(self, v: SSAValue, at: Operation) -> SSAValue:
-        if v in self.blocked:
-            return self.blocked[v]
-        n, c, h, w = _shape(v)  # type: ignore[misc]
+    def blocks(self, v: SSAValue, nchw: list[int], ip: InsertPoint, location, dims=()) -> SSAValue:
+        """`v`, seen as the NCHW shape `nchw`, in blocks: (N, C/B, H, W, B), a reshape to
+        (N, C/B, B, H, W) and a transpose (recorded, erased at the end if nobody reads it)."""
+        n, c, h, w = nchw
         elt = v.type.get_element_type()  # type: ignore[union-attr]
-        ip = InsertPoint.after(v.owner) if isinstance(v.owner, Operation) else InsertPoint.before(at)
-        dims = _batch(v, ip, at.location)
         r = graph.ReshapeOp(v, TensorType(elt, [n, c // self.b, self.b, h, w]), dims)
-        _insert(r, ip, at.location)
+        _insert(r, ip, location)
         t = graph.TransposeOp(r.result, [0, 1, 3, 4, 2])
-        _insert(t, InsertPoint.after(r), at.location)
-        self.conversions += [t, r, *(d.owner for d in dims)]
-        self.blocked[v] = t.result
+        _insert(t, InsertPoint.after(r), location)
+        self.conversions += [t, r]
         return t.result
+
+    def to_blocked(self, v: SSAValue, at: Operation) -> SSAValue:
+        if v not in self.blocked:
+            ip = InsertPoint.after(v.owner) if isinstance(v.owner, Operation) else InsertPoint.before(at)
+            dims = _batch(v, ip, at.location)
+            self.conversions += [d.owner for d in dims]  # type: ignore[misc]
+            self.blocked[v] = self.blocks(v, _shape(v), ip, at.location, dims)  # type: ignore[arg-type]
+        return self.blocked[v]
 
     def publish(self, old: Operation, new: SSAValue) -> None:
         """`new` (blocked) replaces the NCHW result of `old`: its other readers get it back in
@@ -144,12 +149,7 @@ class _Layout:
             return u
         if s not in ([c, 1, 1], [1, c, 1, 1]):
             return None
-        elt = u.type.get_element_type()  # type: ignore[union-attr]
-        ip = InsertPoint.before(at)
-        r = _insert(graph.ReshapeOp(u, TensorType(elt, [1, c // self.b, self.b, 1, 1])), ip, at.location)
-        t = _insert(graph.TransposeOp(r, [0, 1, 3, 4, 2]), ip, at.location)
-        self.conversions += [t.owner, r.owner]  # type: ignore[list-item]
-        return t
+        return self.blocks(u, [1, c, 1, 1], InsertPoint.before(at), at.location)
 
     # -- the rewrite ---------------------------------------------------------------------
 
@@ -173,8 +173,7 @@ class _Layout:
             if self.conv_ok(op) and (op.input in self.blocked or self.leads_on(op.result)):
                 self.conv(op)
             return
-        ins = [v for v in op.operands if v in self.blocked]
-        if not ins or len(op.results) != 1:
+        if len(op.results) != 1 or not any(v in self.blocked for v in op.operands):
             return
         if isinstance(op, graph.MaxPool2dOp | graph.AvgPool2dOp) and not op.blocked:
             self.pool(op)

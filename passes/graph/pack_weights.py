@@ -361,23 +361,20 @@ class GraphPackWeightsPass(ModulePass):
                 continue
             if not weight_only(conv.weight):  # computed per call: nothing to do once
                 continue
-            if conv.blocked:  # graph-layout: folded there; packed as any conv's
-                tile = conv_weight_tile(conv.weight_shape()[0], cfg)
-                if tile and min(conv.weight.type.get_shape()) >= 0:
-                    _pack(conv, tile)
-                continue
-            if conv.bias is None or weight_only(conv.bias):
-                conv = fold_scale_shift(conv)  # W*s stays weight-only
-            conv = _subsample_pointwise(conv)
-            if _as_matmul(conv, cfg):
-                continue
+            if not conv.blocked:  # (graph-layout folded a blocked conv's scale; it stays a conv)
+                if conv.bias is None or weight_only(conv.bias):
+                    conv = fold_scale_shift(conv)  # W*s stays weight-only
+                conv = _subsample_pointwise(conv)
+                if _as_matmul(conv, cfg):
+                    continue
             o, c, _, _ = conv.weight_shape()
             group = conv.group.value.data
             if min(conv.weight.type.get_shape()) < 0 or o % group:
                 continue
             if c == 1 and o == group:  # depthwise: the rows rule
                 continue
-            conv = _pad_channels(conv, cfg)
+            if not conv.blocked:  # (a blocked conv's channels are whole blocks already)
+                conv = _pad_channels(conv, cfg)
             o = conv.weight_shape()[0]
             tile = conv_weight_tile(o // group, cfg)
             if tile:

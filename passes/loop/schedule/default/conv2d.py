@@ -109,18 +109,26 @@ def conv_weight_tile(co: int, cfg: ScheduleConfig) -> int:
     return nv * w
 
 
-def packed_tile(ld: mem.LoadOp) -> int:
-    """T when `ld` reads a pre-packed weight W[c / T, ci, kh, kw, c % T] (graph-legalize of a
-    conv2d with `weight_tile`), else 0."""
+def div_mod(ld: mem.LoadOp, q_dim: int, r_dim: int) -> tuple[SSAValue, int] | None:
+    """(c, T) when `ld`'s index q_dim is c floordiv T and r_dim is c mod T (T a positive constant),
+    the split of one channel c into blocks of T: a pre-packed weight's output channel, a blocked
+    input's channel; else None."""
     if len(ld.indices) != 5:
-        return 0
-    q, r = ld.indices[0], ld.indices[4]
+        return None
+    q, r = ld.indices[q_dim], ld.indices[r_dim]
     if not (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp)
             and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp)
             and q.owner.lhs is r.owner.lhs):
-        return 0
+        return None
     t = const_index(q.owner.rhs)
-    return t if t is not None and t > 0 and const_index(r.owner.rhs) == t else 0
+    return (q.owner.lhs, t) if t is not None and t > 0 and const_index(r.owner.rhs) == t else None
+
+
+def packed_tile(ld: mem.LoadOp) -> int:
+    """T when `ld` reads a pre-packed weight W[c / T, ci, kh, kw, c % T] (graph-legalize of a
+    conv2d with `weight_tile`), else 0."""
+    split = div_mod(ld, 0, 4)
+    return split[1] if split is not None else 0
 
 
 def weight_index(ld: mem.LoadOp) -> tuple | None:
@@ -218,17 +226,11 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
         return (idx is not None and list(idx[2:]) == [kh, kw] and chan(idx[0], co, co_ext)
                 and (idx[1] is ci if ci is not None else const_index(idx[1]) == 0))
 
-    def split_channel(q: SSAValue, r: SSAValue) -> bool:
-        """q, r = ci floordiv B, ci mod B (a blocked input's channel)."""
-        return (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and q.owner.lhs is ci
-                and const_index(q.owner.rhs) == B and isinstance(r, OpResult)
-                and isinstance(r.owner, arith.RemSIOp) and r.owner.lhs is ci and const_index(r.owner.rhs) == B)
-
     w_ld = next((l for l in loads if weight_load(l)), None)
     x_ld = next((l for l in loads if l is not w_ld and l.memref is not y), None)
     xb = B and x_ld is not None and len(x_ld.indices) == 5  # a blocked input (else NCHW)
     if xb:
-        x_ok = split_channel(x_ld.indices[1], x_ld.indices[4])
+        x_ok = div_mod(x_ld, 1, 4) == (ci, B)  # X[n, ci floordiv B, h, w, ci mod B]
     else:
         x_ok = x_ld is not None and (x_ld.indices[1] is co if dw else chan(x_ld.indices[1], ci, ci_ext))
     if w_ld is None or x_ld is None or x_ld.indices[0] is not n or not x_ok:
@@ -426,13 +428,8 @@ def _read_blocked_input(kernel: func.FuncOp, blk: loop.BlockOp, b: int, cib: loo
 def _blocked_input_load(blk: loop.BlockOp, b: int) -> mem.LoadOp | None:
     """The read X[n, ci floordiv B, h, w, ci mod B] of a conv's blocked input (a pre-packed weight's
     W[co floordiv T, ci, kh, kw, co mod T] splits dims 0 and 4, not 1), or None (an NCHW input)."""
-    for ld in [o for o in blk.body.walk() if isinstance(o, mem.LoadOp) and len(o.indices) == 5]:
-        q, r = ld.indices[1], ld.indices[4]
-        if (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and const_index(q.owner.rhs) == b
-                and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp) and const_index(r.owner.rhs) == b
-                and q.owner.lhs is r.owner.lhs):
-            return ld
-    return None
+    return next((ld for ld in blk.body.walk() if isinstance(ld, mem.LoadOp)
+                 and (split := div_mod(ld, 1, 4)) is not None and split[1] == b), None)
 
 
 def transpose_shuffles(rows: int, width: int) -> list[tuple[int, int, list[int], list[int], list[int]]]:
@@ -664,7 +661,6 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         if c.fma:
             _contract_fma(b)
         w_ld, wt = _relayout_conv(kernel, b, c.pad_input, nv * w, bname)
-        red: list = []  # the reduction loops, outermost first
         if bl:  # the block is the vector: cb -> (co0, cj), cl is cw; a blocked input's ci -> (cib, cil)
             n, co, oh, ow, cw, ci, kh, kw = s.get_loops(b)
             g = []
