@@ -603,26 +603,30 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     nv = tile // w
     if bl and (w != bl or tile % w):
         return False
-    rw = _largest_divisor(ow_ext, c.rw) if ow_ext is not None else max(1, c.rw)
     taps = (const_index(loops[-2].ub) or 0) * (const_index(loops[-1].ub) or 0) or None
+    # the widest tile the registers hold: rw*nv accumulators + nv weight vectors + 1 broadcast
+    # (16 registers, AVX2: a 3x3 conv's 8 x 2 tile spilled inside the reduction, ResNet-50's
+    # 64-channel 3x3 at 56x56 7.4 ms against 5.6 for 4 x 2)
+    rmax = max(1, min(c.rw, (_tile_registers(cfg, taps) - nv - 1) // nv))
+    rw = _largest_divisor(ow_ext, rmax) if ow_ext is not None else rmax
     if ow_ext is not None and taps == 1:
         # a 1x1 conv's body is one tap: the widest tile of whole columns that fits the registers
         # (ResNet-50's 1024 -> 256 at 14x14: 14 x 2 vectors, 31 registers, 0.60 ms against 0.69
         # for 7 x 2; 512 -> 128 at 28x28 the same way, 0.77 against 0.79)
         limit = _tile_registers(cfg, taps)
         rw = max((d for d in range(rw, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), default=rw)
-    elif ow_ext is not None and 2 * rw < c.rw:
+    elif ow_ext is not None and 2 * rw < rmax:
         # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor may still fit
         # the registers: d*nv accumulators + nv weight vectors + 1 broadcast, with room left for
         # LLVM's temporaries (SqueezeNet's 27x27 3x3 convs: 9 x 2 vectors, 21 registers)
         limit = _tile_registers(cfg, taps)
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), rw)
     clamp = choose("conv2d.clamp_ow", True)
-    if ow_ext is not None and 2 * rw < c.rw and ow_ext > c.rw and clamp:
+    if ow_ext is not None and 2 * rw < rmax and ow_ext > rmax and clamp:
         # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
-        # (c.rw/2, c.rw] that computes the fewest columns, the last one clamped
+        # (rmax/2, rmax] that computes the fewest columns, the last one clamped
         # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
-        rw = min(range(c.rw, c.rw // 2, -1), key=lambda r: -(-ow_ext // r) * r)
+        rw = min(range(rmax, rmax // 2, -1), key=lambda r: -(-ow_ext // r) * r)
     fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
     rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
     ragged: list[str] = []  # blocks whose column tile loop got the constant trip count rw
