@@ -622,11 +622,19 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         limit = _tile_registers(cfg, taps)
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), rw)
     clamp = choose("conv2d.clamp_ow", True)
-    if ow_ext is not None and 2 * rw < rmax and ow_ext > rmax and clamp:
+    if ow_ext is not None and 2 * rw <= rmax and ow_ext > rmax and clamp:
         # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
         # (rmax/2, rmax] that computes the fewest columns, the last one clamped
         # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
         rw = min(range(rmax, rmax // 2, -1), key=lambda r: -(-ow_ext // r) * r)
+        if nv % 2 == 0:
+            half = nv // 2
+            # or half the channels in whole columns, where that keeps more accumulators busy per
+            # computed column (16 registers: OW = 14, 7 x 1 vectors rather than 3 clamped x 2)
+            limit = _tile_registers(cfg, taps)
+            d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and d * half + half + 1 <= limit)
+            if d * half * -(-ow_ext // rw) * rw > rw * nv * ow_ext:
+                rw, nv = d, half
     fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
     rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
     ragged: list[str] = []  # blocks whose column tile loop got the constant trip count rw
