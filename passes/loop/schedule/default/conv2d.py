@@ -627,10 +627,11 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # (rmax/2, rmax] that computes the fewest columns, the last one clamped
         # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
         rw = min(range(rmax, rmax // 2, -1), key=lambda r: -(-ow_ext // r) * r)
-        if nv % 2 == 0:
+        if nv % 2 == 0 and rmax < c.rw:
             half = nv // 2
-            # or half the channels in whole columns, where that keeps more accumulators busy per
-            # computed column (16 registers: OW = 14, 7 x 1 vectors rather than 3 clamped x 2)
+            # where the registers cap the columns: half the channels in whole columns, if that
+            # keeps more accumulators busy per computed column (16 registers: OW = 14, 7 x 1
+            # vectors rather than 3 clamped x 2; with 32 the clamped tiles stay, OW = 17: 3 x 6)
             limit = _tile_registers(cfg, taps)
             d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and d * half + half + 1 <= limit)
             if d * half * -(-ow_ext // rw) * rw > rw * nv * ow_ext:
