@@ -349,7 +349,9 @@ def _conv_tile_extents_and_program(text: str, assignment: dict, params: dict):
         driver.lower(m, expand("compile-whole-module"))
         for k in [k for k in m.walk() if loop.is_kernel(k) and loop.blocks_of_kind(k, "conv2d")]:
             knobs.set_assignment(k, assignment)
-        driver.lower(m, "loop-schedule" + ("" if lower else "{lower=false}"))
+        # the block is 16 (AVX-512's vector): schedule for 16 lanes on any host (on an AVX2 host the
+        # rule refuses a block wider than its vector), LLVM splits the vectors where they are narrower
+        driver.lower(m, "loop-schedule{width=16" + ("" if lower else " lower=false") + "}")
         return m
 
     m = scheduled(False)
