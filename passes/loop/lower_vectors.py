@@ -130,8 +130,12 @@ def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None
                 varying.add(op.result)
             continue
         if all(isinstance(r.type, IndexType) for r in op.results) and op.dialect_name() == "arith":
-            # index arithmetic: stays scalar (first lane); used only as an index / binding
+            # index arithmetic: stays scalar (first lane); used only as an index / binding, or
+            # anywhere when it is the same in every lane (a channel-blocked avg pool's divisor,
+            # from the output's row and column, over a vector of channels)
             for r in op.results:
+                if _lane_invariant(r, for_op):
+                    continue
                 for u in r.uses:
                     user = u.operation
                     if not (
@@ -143,6 +147,9 @@ def vector_plan_error(for_op: loop.ForOp) -> tuple[str, Operation | None] | None
             continue
         if isinstance(op, mem.DimOp):
             continue
+        if (op.dialect_name() in ("arith", "math") and not op.regions and not any(v in varying for v in op.operands)
+                and all(_lane_invariant(v, for_op) for v in op.operands if isinstance(v.type, IndexType))):
+            continue  # the same in every lane (an index_cast of one): stays scalar, splat where used
         if not _is_element_op(op):
             return f"cannot vectorize '{op.name}'", op
         if any(v in varying for v in op.operands):

