@@ -21,3 +21,14 @@ def conv_ref(x, w, b, strides, pads, dilations, group):
     if b is not None:
         y += b[None, :, None, None]
     return y.astype(x.dtype)
+
+
+def blocked(x: np.ndarray, b: int) -> np.ndarray:
+    """(N, C, H, W) -> (N, C/b, H, W, b): graph-layout's NCHW{b}c."""
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def unblocked(y: np.ndarray) -> np.ndarray:
+    n, cb, h, w, b = y.shape
+    return np.ascontiguousarray(y.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from _references import conv_ref
+from _references import blocked, conv_ref, unblocked
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.utils.exceptions import VerifyException
 
@@ -22,17 +22,6 @@ NATIVE = H.native_status()[0]
 
 def rand(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def blocked(x: np.ndarray, b: int) -> np.ndarray:
-    """(N, C, H, W) -> (N, C/b, H, W, b)."""
-    n, c, h, w = x.shape
-    return np.ascontiguousarray(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
-
-
-def unblocked(y: np.ndarray) -> np.ndarray:
-    n, cb, h, w, b = y.shape
-    return np.ascontiguousarray(y.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))
 
 
 def run(text: str, inputs, backend: str, params=None):

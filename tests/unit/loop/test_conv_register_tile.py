@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import _legalize_harness as H
+from _references import conv_ref
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule.default import knobs as K
 from minimlir.passes.loop.schedule.default.conv2d import _tile_registers
@@ -27,26 +28,26 @@ def _tile(text, cfg):
     with K.tracing() as traces:
         D.schedule_module(m, cfg)
     v = traces[0][1].values
-    return m, v["conv2d.rw"], v["conv2d.nv"]
+    return v["conv2d.rw"], v["conv2d.nv"]
 
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("hw", [56, 28, 14, 13, 7])
 def test_tile_fits_sixteen_registers(hw, k):
     cfg = D.ScheduleConfig(width=8)  # AVX2: 16 vector registers
-    _, rw, nv = _tile(_conv(32, 64, hw, k), cfg)
+    rw, nv = _tile(_conv(32, 64, hw, k), cfg)
     assert rw * nv + nv + 1 <= _tile_registers(cfg, k * k), (rw, nv)
     assert rw * nv >= 6, (rw, nv)  # not a thin tile either: enough accumulators to hide the FMA latency
 
 
 def test_thin_column_tile_halves_the_channels():
     # OW = 14 under 16 registers: 2 x 2 (whole columns) or 3 x 2 clamped, or 7 x 1: the last
-    _, rw, nv = _tile(_conv(32, 64, 14, 3), D.ScheduleConfig(width=8))
+    rw, nv = _tile(_conv(32, 64, 14, 3), D.ScheduleConfig(width=8))
     assert (rw, nv) == (7, 1)
 
 
 def test_wide_registers_keep_the_eight_column_tile():
-    _, rw, nv = _tile(_conv(32, 64, 56, 3), D.ScheduleConfig(width=16))  # AVX-512: 32 registers
+    rw, nv = _tile(_conv(32, 64, 56, 3), D.ScheduleConfig(width=16))  # AVX-512: 32 registers
     assert (rw, nv) == (8, 2)
 
 
@@ -59,9 +60,5 @@ def test_register_tiles_compute_the_conv(hw):
     w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32)
     m = compile_model(_conv(32, 64, hw, 3), cache=False)
     (y,) = m(x, w)
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    ref = np.zeros((1, 64, hw, hw), np.float64)
-    for i in range(3):
-        for j in range(3):
-            ref += np.einsum("nchw,oc->nohw", xp[:, :, i:i + hw, j:j + hw], w[:, :, i, j])
+    ref = conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
     np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-4, atol=1e-4)

@@ -607,20 +607,23 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # the widest tile the registers hold: rw*nv accumulators + nv weight vectors + 1 broadcast
     # (16 registers, AVX2: a 3x3 conv's 8 x 2 tile spilled inside the reduction, ResNet-50's
     # 64-channel 3x3 at 56x56 7.4 ms against 5.6 for 4 x 2)
-    rmax = max(1, min(c.rw, (_tile_registers(cfg, taps) - nv - 1) // nv))
+    limit = _tile_registers(cfg, taps)
+
+    def fits(cols: int, vecs: int) -> bool:
+        return cols * vecs + vecs + 1 <= limit
+
+    rmax = max(1, min(c.rw, (limit - nv - 1) // nv))
     rw = _largest_divisor(ow_ext, rmax) if ow_ext is not None else rmax
     if ow_ext is not None and taps == 1:
         # a 1x1 conv's body is one tap: the widest tile of whole columns that fits the registers
         # (ResNet-50's 1024 -> 256 at 14x14: 14 x 2 vectors, 31 registers, 0.60 ms against 0.69
         # for 7 x 2; 512 -> 128 at 28x28 the same way, 0.77 against 0.79)
-        limit = _tile_registers(cfg, taps)
-        rw = max((d for d in range(rw, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), default=rw)
+        rw = max((d for d in range(rw, ow_ext + 1) if ow_ext % d == 0 and fits(d, nv)), default=rw)
     elif ow_ext is not None and 2 * rw < rmax:
         # OW = 13, 27: the divisors below rw make a thin tile; a larger divisor may still fit
         # the registers: d*nv accumulators + nv weight vectors + 1 broadcast, with room left for
         # LLVM's temporaries (SqueezeNet's 27x27 3x3 convs: 9 x 2 vectors, 21 registers)
-        limit = _tile_registers(cfg, taps)
-        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and d * nv + nv + 1 <= limit), rw)
+        rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and fits(d, nv)), rw)
     clamp = choose("conv2d.clamp_ow", True)
     if ow_ext is not None and 2 * rw <= rmax and ow_ext > rmax and clamp:
         # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
@@ -632,8 +635,7 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             # where the registers cap the columns: half the channels in whole columns, if that
             # keeps more accumulators busy per computed column (16 registers: OW = 14, 7 x 1
             # vectors rather than 3 clamped x 2; with 32 the clamped tiles stay, OW = 17: 3 x 6)
-            limit = _tile_registers(cfg, taps)
-            d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and d * half + half + 1 <= limit)
+            d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and fits(d, half))
             if d * half * -(-ow_ext // rw) * rw > rw * nv * ow_ext:
                 rw, nv = d, half
     fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)

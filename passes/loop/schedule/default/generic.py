@@ -178,6 +178,7 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
         raise ScheduleError("padded window: the pad is not a constant", sel)
     x = ld.memref
     shape = x.type.get_shape()
+    block = list(shape[4:])  # a blocked input's channel block: copied whole
     ext = [const_index(l.ub) for l in ls]
     if None in ext or min(shape) < 0:
         raise ScheduleError("padded window: dynamic sizes", blk)
@@ -207,11 +208,11 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
     ext_v = [iconst(kernel, e) for e in extents]
     sizes = [iconst(kernel, shape[2]), iconst(kernel, shape[3])]
     frees: list = []
-    trail, suffix = ([iconst(kernel, shape[4])], [ld.indices[4]]) if bl else ([], [])
-    if extents[0] * extents[1] * 4 * (shape[4] if bl else 1) <= PRIVATE_PLANE_BYTES and ls[2].parent_op() is ls[1]:
+    trail = [iconst(kernel, b) for b in block]
+    if extents[0] * extents[1] * 4 * math.prod(block) <= PRIVATE_PLANE_BYTES and ls[2].parent_op() is ls[1]:
         # one padded plane per (n, c), filled inside the channel loop right before its rows:
         # per-thread scratch (loop.private) that stays in L1/L2, not a full-size copy through memory
-        xp = mem.AllocaOp(MemRefType(elem, extents + ([shape[4]] if bl else [])))
+        xp = mem.AllocaOp(MemRefType(elem, extents + block))
         xp.attributes[loop.PRIVATE_ATTR] = UnitAttr()
         Rewriter.insert_op(xp, InsertPoint.at_start(kernel.body.block))
         xp = xp.results[0]
@@ -231,7 +232,7 @@ def _pad_window_input(kernel: func.FuncOp, blk: loop.BlockOp) -> None:
         prefix = [ld.indices[0], ld.indices[1]]
     if not ok:
         raise ScheduleError("padded window: dynamic sizes", blk)
-    read_padded(kernel, ld, sel, xp, prefix, taps, pads, suffix)
+    read_padded(kernel, ld, sel, xp, prefix, taps, pads, list(ld.indices[4:]))
     _drop_dead(blk.body.block)
     ret = kernel.body.block.last_op
     for f in frees:
