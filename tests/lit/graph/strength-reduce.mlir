@@ -47,3 +47,39 @@ func.func @kept(%x: tensor<4xf32>, %e: tensor<4xf32>, %i: tensor<4xi32>) -> (ten
   %f = graph.pow %i, %two : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
   func.return %a, %b, %c, %d, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>, tensor<4xi32>
 }
+
+// A division by a power of two is the multiplication by its exact reciprocal (any users); one
+// that feeds only erf (GELU's x / sqrt(2)) multiplies by the rounded reciprocal.
+// CHECK-LABEL: func.func @div
+// CHECK-NOT:     graph.div
+// CHECK:         %[[Q:.*]] = graph.constant dense<2.500000e-01> : tensor<f32>
+// CHECK-NEXT:    %[[H:.*]] = graph.mul %x, %[[Q]] {graph.dims = ["n"]} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+// CHECK:         %[[R:.*]] = graph.constant dense<0.707106769> : tensor<1xf32>
+// CHECK-NEXT:    %[[D:.*]] = graph.mul %x, %[[R]] : (tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT:    %[[E:.*]] = graph.erf %[[D]]
+func.func @div(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %four = graph.constant dense<4.000000e+00> : tensor<f32>
+  %h = graph.div %x, %four {graph.dims = ["n"]} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %s = graph.constant dense<1.41421354> : tensor<1xf32>
+  %d = graph.div %x, %s : (tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x8xf32>
+  %e = graph.erf %d : tensor<?x8xf32>
+  func.return %h, %e : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// Kept: a division by a constant that is not a power of two and is used elsewhere than erf (x / 3
+// is not x * 0.333...), by zero, by a non-splat constant, integer division.
+// CHECK-LABEL: func.func @div_kept
+// CHECK-COUNT-4: graph.div
+// CHECK-NOT:     graph.mul
+func.func @div_kept(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>) {
+  %three = graph.constant dense<3.000000e+00> : tensor<f32>
+  %a = graph.div %x, %three : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %ea = graph.erf %a : tensor<4xf32>
+  %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+  %b = graph.div %x, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %mixed = graph.constant dense<[2.000000e+00, 4.000000e+00, 2.000000e+00, 2.000000e+00]> : tensor<4xf32>
+  %c = graph.div %x, %mixed : tensor<4xf32>
+  %two = graph.constant dense<2> : tensor<i32>
+  %f = graph.div %i, %two : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  func.return %a, %ea, %b, %c, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
+}

@@ -31,3 +31,31 @@ def test_pow_by_small_constants_matches_onnxruntime_bitwise(tmp_path):
         got = m(x)
         for k, (r, g) in enumerate(zip(ref, got)):
             assert np.array_equal(r, g, equal_nan=True), (np_dtype, k)
+
+
+def test_div_by_constant_matches_onnxruntime(tmp_path):
+    """x / 4 (a multiply by 0.25: the same bits as onnxruntime's division) and GELU's erf(x / sqrt 2)
+    (a multiply by the rounded 1/sqrt 2 feeding erf) through one compile; x / 3 stays a division."""
+    c = {"four": 4.0, "s2": 1.4142135, "three": 3.0, "one": 1.0, "half": 0.5}
+    nodes = [
+        helper.make_node("Div", ["x", "four"], ["q"]),
+        helper.make_node("Div", ["x", "three"], ["t"]),
+        helper.make_node("Div", ["x", "s2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["x", "e1"], ["g"]),
+        helper.make_node("Mul", ["g", "half"], ["gelu"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in c.items()]
+    g = helper.make_graph(
+        nodes, "div", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, ["n", 64]) for k in ("q", "t", "gelu")], inits,
+    )
+    path = tmp_path / "div.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    x = (np.random.default_rng(2).standard_normal((5, 64)) * 3).astype(np.float32)
+    x[0, :8] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30, 3e-39]
+    q, t, gelu = ort.InferenceSession(str(path)).run(None, {"x": x})
+    got = compile(path, cache=False)(x)
+    assert np.array_equal(got[0], q, equal_nan=True)
+    assert np.array_equal(got[1], t, equal_nan=True)
+    # (below x = -3, x * (1 + erf) cancels: erf's few ulp of 1 times |x| is the absolute error)
+    np.testing.assert_allclose(got[2], gelu, rtol=2e-6, atol=4 * 2.0**-24 * np.nanmax(np.abs(x[1:])))
