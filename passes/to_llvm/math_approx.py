@@ -29,6 +29,9 @@ tests/unit/to_llvm/test_math_approx.py asserts it):
   roundeven), so no lane computes with subnormal numbers (a microcode assist each on x86).
 - tanh (≤ 3 ulp): |x| < 0.55: x + x*s*P(s), s = x^2, P of degree 5; else (1 - e)/(1 + e) with
   e = exp(-2|x|) (no cancellation: e <= 1/3), sign restored with copysign; ±inf -> ±1, -0 -> -0.
+  Its exp and erf's are `exp_inner`: the argument clamped to [-86, 88], one exponent scaling, no
+  subnormal or NaN path (the caller restores NaN lanes). Polynomials are evaluated in Estrin's
+  form (shorter dependency chains than Horner's; the accuracy bounds hold).
 - erf (≤ 3 ulp): |x| < 0.9: x*c0 + x*(c0_lo + s*P(s)) (c0 = 2/sqrt(pi) split in two), P of degree 5;
   0.9 <= |x| < 3.92: 1 - exp(L(|x|)) with L of degree 6 approximating log(erfc(|x|)); |x| >= 3.92:
   1 (erf rounds to 1 in f32 there); copysign.

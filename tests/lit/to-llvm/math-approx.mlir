@@ -33,12 +33,16 @@ func.func @exp(%x: vector<8xf32>) -> vector<8xf32> {
 
 // -----
 
-// tanh: the small-|x| polynomial and (1 - e)/(1 + e), one select, then the sign of x.
+// tanh: the small-|x| polynomial and (1 - e)/(1 + e) with e from the inner exp (clamped, one
+// exponent scaling, no subnormal path: no smin), one select, NaN restored, then the sign of x.
 // CHECK-LABEL: func.func @tanh
 // CHECK-SAME:    (%[[X:.*]]: vector<16xf32>)
 // CHECK:         llvm.intr.fabs(%[[X]])
+// CHECK-NOT:     llvm.intr.smin
 // CHECK:         llvm.fdiv
-// CHECK:         %[[Y:.*]] = llvm.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK:         llvm.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK:         %[[NAN:.*]] = llvm.fcmp "uno" %[[X]], %[[X]] : vector<16xf32>
+// CHECK-NEXT:    %[[Y:.*]] = llvm.select %[[NAN]], %[[X]], %{{.*}} : vector<16xi1>, vector<16xf32>
 // CHECK-NEXT:    %[[R:.*]] = llvm.intr.copysign(%[[Y]], %[[X]]) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NEXT:    func.return %[[R]]
 // OFF-LABEL: func.func @tanh
@@ -54,6 +58,7 @@ func.func @tanh(%x: vector<16xf32>) -> vector<16xf32> {
 // CHECK-LABEL: func.func @erf
 // CHECK-SAME:    (%[[X:.*]]: vector<4xf32>)
 // CHECK-NOT:     math.erf
+// CHECK-NOT:     llvm.intr.smin
 // CHECK:         llvm.intr.roundeven
 // CHECK:         llvm.fcmp "olt" %{{.*}}, %{{.*}} : vector<4xf32>
 // CHECK:         llvm.fcmp "uno" %[[X]], %[[X]] : vector<4xf32>
