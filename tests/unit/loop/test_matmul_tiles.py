@@ -389,14 +389,15 @@ def test_an_odd_number_of_column_panels_still_splits_into_one_chunk_per_core(mon
             parallel.set_num_threads(0)
 
 
-@pytest.mark.parametrize("m,k,n,whole", [(128, 300, 256, True), (20, 40, 64, True), (300, 16, 64, False),
+@pytest.mark.parametrize("m,k,n,whole", [(128, 250, 256, True), (20, 40, 64, True), (300, 16, 64, False),
                                          (96, 24, 48, False)])
 def test_a_static_m_up_to_256_rows_is_one_row_block(m, k, n, whole):
     """M <= 256 with the column panels splitting evenly over the cores: one row block of all M rows
     (B's panels read and packed once, not per 64-row block; a 64-row matmul had nothing for a
     second thread), the column panels in parallel chunks. 300 rows keep 64-row blocks; 48 columns
     (3 panels of 16 on width 8) keep them too unless one core compiles. Native results at 1 and 2
-    threads against NumPy, ragged K (two reduction passes) included."""
+    threads against NumPy, ragged K included (K below 256: a 16-register host keeps 6 x 2, whose
+    panels split evenly; the wide 4 x 3 tile leaves a ragged one)."""
     from minimlir.backend import parallel
     from minimlir.passes.loop.schedule.default import knobs as K
     from minimlir.passes.loop.schedule.default._helpers import cores as _cores
@@ -530,4 +531,19 @@ def test_wide_b_takes_a_six_by_four_vector_tile(m, k, n, tile):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     got = np.asarray(_compile(many_matmuls([(m, k, n)])).main(a, b))
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("m, k, n, tile", [(128, 512, 2048, "4x24"), (128, 2048, 512, "4x24"), (256, 512, 512, "4x24"),
+                                           (197, 384, 1536, "6x16"), (64, 512, 2048, "6x16"), (128, 128, 2048, "6x16")])
+def test_wide_b_takes_a_four_by_three_vector_tile_with_16_registers(m, k, n, tile):
+    """With 16 vector registers (AVX2) a wide B with K and M long takes a 4 x 3-vector tile (7 loads
+    per 12 FMAs, not 6 x 2's 8) where its rows waste no more than 6 x 2's (M = 128, 256; not 197:
+    200 rows against 198); N = 2048 is 85 full panels of 24 and a ragged last one. Checked natively."""
+    mod = H.legalize(many_matmuls([(m, k, n)]))
+    D.schedule_module(mod, D.ScheduleConfig(width=8))
+    assert f"memref<{tile}xf32>" in str(mod)  # the accumulator tile
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    got = np.asarray(_compile(many_matmuls([(m, k, n)])).main(a, b))  # (the host's tile)
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=2e-3)
