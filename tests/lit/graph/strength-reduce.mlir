@@ -83,3 +83,38 @@ func.func @div_kept(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, ten
   %f = graph.div %i, %two : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
   func.return %a, %ea, %b, %c, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
 }
+
+// An image conv whose windows tile it (kernel = strides, no pads: a ViT's patch embedding) is a
+// matmul of the patches (reshape + transpose of the input, no copies of a pixel) by the reshaped
+// weight, its bias added, and the result transposed back to NCHW.
+// CHECK-LABEL: func.func @patches
+// CHECK-NOT:     graph.conv2d
+// CHECK:         %[[A:.*]] = graph.reshape %x : tensor<2x3x32x48xf32> -> tensor<2x3x4x8x6x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.transpose %[[A]] perm [0, 2, 4, 1, 3, 5] : tensor<2x3x4x8x6x8xf32> -> tensor<2x4x6x3x8x8xf32>
+// CHECK-NEXT:    %[[P:.*]] = graph.reshape %[[B]] : tensor<2x4x6x3x8x8xf32> -> tensor<48x192xf32>
+// CHECK-NEXT:    %[[W:.*]] = graph.reshape %w : tensor<16x3x8x8xf32> -> tensor<16x192xf32>
+// CHECK-NEXT:    %[[K:.*]] = graph.transpose %[[W]] perm [1, 0] : tensor<16x192xf32> -> tensor<192x16xf32>
+// CHECK-NEXT:    %[[M:.*]] = graph.matmul %[[P]], %[[K]] : (tensor<48x192xf32>, tensor<192x16xf32>) -> tensor<48x16xf32>
+// CHECK-NEXT:    %[[S:.*]] = graph.add %[[M]], %b : (tensor<48x16xf32>, tensor<16xf32>) -> tensor<48x16xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.reshape %[[S]] : tensor<48x16xf32> -> tensor<2x4x6x16xf32>
+// CHECK-NEXT:    %[[Y:.*]] = graph.transpose %[[R]] perm [0, 3, 1, 2] : tensor<2x4x6x16xf32> -> tensor<2x16x4x6xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @patches(%x: tensor<2x3x32x48xf32>, %w: tensor<16x3x8x8xf32>, %b: tensor<16xf32>) -> tensor<2x16x4x6xf32> {
+  %y = graph.conv2d %x, %w, %b strides [8, 8] : (tensor<2x3x32x48xf32>, tensor<16x3x8x8xf32>, tensor<16xf32>) -> tensor<2x16x4x6xf32>
+  func.return %y : tensor<2x16x4x6xf32>
+}
+
+// Kept: overlapping windows (stride below the kernel), pads, a ragged edge (30 is not a multiple
+// of 8), a feature map (8 channels), a 1x1 conv, a dynamic batch.
+// CHECK-LABEL: func.func @patches_kept
+// CHECK-COUNT-6: graph.conv2d
+// CHECK-NOT:     graph.matmul
+func.func @patches_kept(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x8x8xf32>, %r: tensor<1x3x30x32xf32>, %f: tensor<1x8x32x32xf32>, %wf: tensor<16x8x8x8xf32>, %w1: tensor<16x3x1x1xf32>, %d: tensor<?x3x32x32xf32>) -> (tensor<1x16x7x7xf32>, tensor<1x16x5x5xf32>, tensor<1x16x3x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x32x32xf32>, tensor<?x16x4x4xf32>) {
+  %a = graph.conv2d %x, %w strides [4, 4] : (tensor<1x3x32x32xf32>, tensor<16x3x8x8xf32>) -> tensor<1x16x7x7xf32>
+  %b = graph.conv2d %x, %w strides [8, 8] pads [4, 4, 4, 4] : (tensor<1x3x32x32xf32>, tensor<16x3x8x8xf32>) -> tensor<1x16x5x5xf32>
+  %c = graph.conv2d %r, %w strides [8, 8] : (tensor<1x3x30x32xf32>, tensor<16x3x8x8xf32>) -> tensor<1x16x3x4xf32>
+  %e = graph.conv2d %f, %wf strides [8, 8] : (tensor<1x8x32x32xf32>, tensor<16x8x8x8xf32>) -> tensor<1x16x4x4xf32>
+  %g = graph.conv2d %x, %w1 : (tensor<1x3x32x32xf32>, tensor<16x3x1x1xf32>) -> tensor<1x16x32x32xf32>
+  %h = graph.conv2d %d, %w strides [8, 8] : (tensor<?x3x32x32xf32>, tensor<16x3x8x8xf32>) -> tensor<?x16x4x4xf32>
+  func.return %a, %b, %c, %e, %g, %h : tensor<1x16x7x7xf32>, tensor<1x16x5x5xf32>, tensor<1x16x3x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x32x32xf32>, tensor<?x16x4x4xf32>
+}

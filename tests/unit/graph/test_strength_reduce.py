@@ -59,3 +59,29 @@ def test_div_by_constant_matches_onnxruntime(tmp_path):
     assert np.array_equal(got[1], t, equal_nan=True)
     # (below x = -3, x * (1 + erf) cancels: erf's few ulp of 1 times |x| is the absolute error)
     np.testing.assert_allclose(got[2], gelu, rtol=2e-6, atol=4 * 2.0**-24 * np.nanmax(np.abs(x[1:])))
+
+
+def test_patch_conv_as_matmul_matches_onnxruntime(tmp_path):
+    """An image conv whose windows tile it (kernel = strides: a ViT's patch embedding), with and
+    without a bias, non-square patches, batch 2, becomes a matmul and computes onnxruntime's conv."""
+    from minimlir.compiler import driver
+    from minimlir.frontend.onnx_import import import_onnx
+
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array((rng.standard_normal((24, 3, 4, 8)) * 0.1).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(24).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[4, 8], strides=[4, 8]),
+             helper.make_node("Conv", ["x", "w"], ["z"], kernel_shape=[4, 8], strides=[4, 8])]
+    g = helper.make_graph(nodes, "patch", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 32, 64])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "yz"], inits)
+    path = tmp_path / "patch.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    module = import_onnx(path, embed_weights=True)[0]
+    driver.lower(module, "graph-strength-reduce")
+    text = str(module)
+    assert "graph.conv2d" not in text and text.count("graph.matmul") == 2
+    x = rng.standard_normal((2, 3, 32, 64)).astype(np.float32)
+    ref = ort.InferenceSession(str(path)).run(None, {"x": x})
+    got = compile(path, cache=False)(x)
+    for r, g_ in zip(ref, got):
+        np.testing.assert_allclose(g_, r, rtol=1e-4, atol=1e-4)
