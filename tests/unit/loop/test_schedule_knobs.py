@@ -145,3 +145,24 @@ def test_heuristic_choices_are_declared_values(text):
     declared one, or a record of the default schedule would be refused."""
     _, trace = _schedule(text)
     assert K.check_assignment(trace.values) is None, trace.values
+
+
+BLOCKED_CONV = """
+func.func @main(%x: tensor<1x2x10x10x8xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x2x10x10x8xf32> {
+  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] block 8 : (tensor<1x2x10x10x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x2x10x10x8xf32>
+  func.return %y : tensor<1x2x10x10x8xf32>
+}"""
+
+
+def test_blocked_conv_refuses_a_width_other_than_its_block():
+    """A channel-blocked conv's vector is its channel block: a width of 4 on a block of 8 (a legal
+    value of conv2d.width) computed wrong sums and crashed (56 WRONG_RESULT and 3 SIGSEGV of 256
+    tuning trials on ResNet-50's convs). The check refuses it before a build, and the rule does not
+    build a 4-lane tile from a record that carries it."""
+    plain, trace = _schedule(BLOCKED_CONV)
+    assert trace.rule == "conv2d" and trace.values["conv2d.width"] == 8 and trace.facts["conv2d.block"] == 8
+    assert "memref<" in plain and "x8xf32>" in plain
+    a = dict(trace.values, **{"conv2d.width": 4})
+    assert "block of 8" in K.check_assignment(a, trace.facts, trace.values)
+    bad, _ = _schedule(BLOCKED_CONV, a)
+    assert "vector<4xf32>" not in bad

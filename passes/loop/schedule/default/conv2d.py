@@ -638,8 +638,12 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and fits(d, half))
             if d * half * -(-ow_ext // rw) * rw > rw * nv * ow_ext:
                 rw, nv = d, half
-    fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext)
+    fact("conv2d.CO", co_ext), fact("conv2d.OW", ow_ext), fact("conv2d.block", bl)
     rw, nv, w = choose("conv2d.rw", rw), choose("conv2d.nv", nv), choose("conv2d.width", w)
+    if bl and w != bl:
+        # a channel-blocked conv's vector is its block (cl in lanes): a tuned or recorded width of
+        # 4 on a block of 8 computed wrong sums (and crashed), which only the tuner's check caught
+        return False
     ragged: list[str] = []  # blocks whose column tile loop got the constant trip count rw
     # one channel panel (DenseNet's 32-channel 3x3 convs): the output rows are the parallel work
     # (over co0 the second thread idled: 28 ms of DenseNet's 57 ran on one core)

@@ -99,6 +99,8 @@ def _check_conv(a: Mapping[str, Any], f: Mapping[str, Any]) -> str | None:
         return f"nv*width {nv * w} does not divide the {co} output channels"
     if ow is not None and rw > ow:
         return f"rw {rw} > OW {ow}"
+    if f.get("conv2d.block") and w != f["conv2d.block"]:
+        return f"width {w}: a channel-blocked conv's vector is its block of {f['conv2d.block']}"
     if rw * nv + nv + 1 > 2 * _regs():
         return f"register tile {rw}x{nv} vectors needs more than twice the {_regs()} registers"
     return None
