@@ -78,13 +78,21 @@ def constant_exponent(op: graph.PowOp | graph.DivOp) -> float | None:
     return float(values[0])
 
 
+def _float_elementwise(op: graph.PowOp | graph.DivOp) -> Float32Type | Float64Type | None:
+    """The element type of a float op whose result has its left operand's type (the right one does
+    not broadcast it to a larger shape), else None."""
+    t = op.lhs.type
+    if not isinstance(t, TensorType) or op.result.type != t:
+        return None
+    e = t.get_element_type()
+    return e if isinstance(e, Float32Type | Float64Type) else None
+
+
 class _PowByConstant(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.PowOp, rewriter: PatternRewriter) -> None:
         x = op.lhs
-        if not isinstance(x.type, TensorType) or op.result.type != x.type:
-            return
-        if not isinstance(x.type.get_element_type(), Float32Type | Float64Type):
+        if _float_elementwise(op) is None:
             return
         exponent = constant_exponent(op)
         if exponent not in (1.0, 2.0, 3.0):
@@ -102,14 +110,13 @@ class _PowByConstant(RewritePattern):
         if not constant.results[0].uses:
             rewriter.erase(constant)
 
+
 class _DivByConstant(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.DivOp, rewriter: PatternRewriter) -> None:
         x = op.lhs
-        if not isinstance(x.type, TensorType) or op.result.type != x.type:
-            return
-        etype = x.type.get_element_type()
-        if not isinstance(etype, Float32Type | Float64Type):
+        etype = _float_elementwise(op)
+        if etype is None:
             return
         c = constant_exponent(op)
         if c is None or c == 0.0 or not math.isfinite(c):
@@ -194,4 +201,5 @@ class GraphStrengthReducePass(ModulePass):
     name = "graph-strength-reduce"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier([_PowByConstant(), _DivByConstant(), _PatchConvAsMatmul()]), apply_recursively=False).rewrite_module(op)
+        patterns = GreedyRewritePatternApplier([_PowByConstant(), _DivByConstant(), _PatchConvAsMatmul()])
+        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)

@@ -140,7 +140,8 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("matmul.whole_m", (True, False),
                  "a static M of at most 256 rows as one row block, its column panels in parallel chunks"),
             Knob("matmul.wide_tile", (True, False),
-                 "K and M long, N wide: a 6 x 4-vector register tile, not 8 x 2 (32 registers), or 4 x 3, not 6 x 2 (16)"),
+                 "K and M long, N wide: a 6 x 4-vector register tile, not 8 x 2 (32 registers), "
+                 "or 4 x 3, not 6 x 2 (16)"),
             Knob("matmul.short_k", (True, False),
                  "K up to two vectors: B unpacked, row blocks of 32 rows (not one whole-M block)"),
             Knob("matmul.col_chunks", (1, 2, 3, 4, 6, 8),
