@@ -64,7 +64,7 @@ from xdsl.pattern_rewriter import (
 from minimlir.dialects import graph
 
 
-def constant_exponent(op: graph.PowOp | graph.DivOp) -> float | None:
+def constant_rhs(op: graph.PowOp | graph.DivOp) -> float | None:
     """The right operand's value when it is a graph.constant splat, else None."""
     owner = op.rhs.owner
     if not isinstance(owner, graph.ConstantOp):
@@ -94,7 +94,7 @@ class _PowByConstant(RewritePattern):
         x = op.lhs
         if _float_elementwise(op) is None:
             return
-        exponent = constant_exponent(op)
+        exponent = constant_rhs(op)
         if exponent not in (1.0, 2.0, 3.0):
             return
         new: list[graph.MulOp] = []
@@ -118,7 +118,7 @@ class _DivByConstant(RewritePattern):
         etype = _float_elementwise(op)
         if etype is None:
             return
-        c = constant_exponent(op)
+        c = constant_rhs(op)
         if c is None or c == 0.0 or not math.isfinite(c):
             return
         dtype = np.float32 if isinstance(etype, Float32Type) else np.float64
@@ -127,8 +127,9 @@ class _DivByConstant(RewritePattern):
         only_erf = bool(op.result.uses) and all(isinstance(u.operation, graph.ErfOp) for u in op.result.uses)
         if not (exact or only_erf):
             return
-        rtype = op.rhs.type
-        const = graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(rtype, [float(recip)] * _count(rtype)))
+        rtype = op.rhs.type  # a graph.constant's: static
+        splat = [float(recip)] * math.prod(rtype.get_shape())
+        const = graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(rtype, splat))
         mul = graph.MulOp(x, const.result, op.result.type)
         mul.attributes.update(op.attributes)
         const.location = mul.location = op.location
@@ -183,13 +184,6 @@ class _PatchConvAsMatmul(RewritePattern):
         for o in new:
             o.location = op.location
         rewriter.replace(op, new, [y])
-
-
-def _count(t) -> int:
-    n = 1
-    for d in (t.get_shape() if isinstance(t, TensorType) else ()):
-        n *= d
-    return n
 
 
 @dataclass(frozen=True)

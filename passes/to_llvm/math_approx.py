@@ -13,7 +13,7 @@ math-polynomial-approximation): straight-line arithmetic instead of one libm cal
 
 It runs right before convert-math-to-llvm (convert-math-to-llvm would otherwise scalarize these into
 `expf`/`tanhf`/`erff` calls per lane) and emits llvm dialect ops directly (`llvm.intr.fmuladd` for the
-Horner steps: fused where the target has FMA, a multiply and an add where not; `llvm.fcmp` and
+polynomial steps: fused where the target has FMA, a multiply and an add where not; `llvm.fcmp` and
 `llvm.select` on vectors, which `arith.cmpf` does not allow in xDSL). Scalar f32 gets the same code:
 a vector loop's scalar remainder (ViT's softmax rows of 197: 5 `expf` calls a row) then costs no call
 and computes the lanes it finishes exactly as the vector lanes. f16 and f64 are left to
@@ -146,7 +146,7 @@ class _Emit:
     def copysign(self, mag, sign):
         return self._e(llvm.FCopySignOp(mag, sign))
 
-    def horner(self, x, coeffs) -> SSAValue:
+    def poly(self, x, coeffs) -> SSAValue:
         """sum(coeffs[k] * x^k) in Estrin's form: pairs c0 + c1*x, combined with x^2, x^4, ...
         (degree 6: 3 dependent multiply-adds after x^2 and x^4, not Horner's 6; each lane's chain
         is what limits a core that keeps only a few vectors of it in flight)."""
@@ -164,6 +164,16 @@ class _Emit:
         biased = self._e(llvm.AddOp(n_int, self.ci(127)))
         return self._e(llvm.BitcastOp(self._e(llvm.ShlOp(biased, self.ci(23))), self.t))
 
+    def exp_reduce(self, xc) -> tuple[SSAValue, SSAValue]:
+        """exp(xc) = p * 2^n for a finite xc: n = roundeven(xc * log2 e) as i32, and p = exp(r) for
+        the Cody-Waite remainder r = xc - n*ln2 (|r| <= ln2/2), 1 + r + r^2 * Q(r)."""
+        n = self._e(ext.FRoundEvenOp(self.mul(xc, self.c(LOG2E))))
+        neg_n = self._e(llvm.FNegOp(n))
+        r = self.fma(neg_n, self.c(LN2_HI), xc)
+        r = self.fma(neg_n, self.c(LN2_LO), r)
+        p = self.add(self.fma(self.mul(r, r), self.poly(r, EXP_Q), r), self.c(1.0))
+        return self._e(ext.FPToSIOp(n, self.it)), p
+
     def exp(self, x) -> SSAValue:
         """exp(x), NaN in -> NaN out; see the module docstring."""
         lo, hi = self.c(EXP_LO), self.c(EXP_HI)
@@ -171,12 +181,7 @@ class _Emit:
         xc = self.select(self.cmp(xc, hi, "ogt"), hi, xc)
         nan = self.cmp(x, x, "uno")
         xc = self.select(nan, self.c(0.0), xc)  # keep fptosi defined on every lane
-        n = self._e(ext.FRoundEvenOp(self.mul(xc, self.c(LOG2E))))
-        neg_n = self._e(llvm.FNegOp(n))
-        r = self.fma(neg_n, self.c(LN2_HI), xc)
-        r = self.fma(neg_n, self.c(LN2_LO), r)
-        p = self.add(self.fma(self.mul(r, r), self.horner(r, EXP_Q), r), self.c(1.0))
-        nr = self._e(ext.FPToSIOp(n, self.it))  # -150 <= n <= 129
+        nr, p = self.exp_reduce(xc)  # -150 <= n <= 129
         # normal results (n >= -125): p * 2^n in two scalings (2^128 reachable)
         ni = self._e(ext.SMaxOp(nr, self.ci(-125)))
         half = self._e(llvm.AShrOp(ni, self.ci(1)))
@@ -204,17 +209,13 @@ class _Emit:
         onnxruntime's whole Gelu)."""
         xc = self.select(self.cmp(x, self.c(EXP_IN_LO), "ogt"), x, self.c(EXP_IN_LO))  # NaN -> lo
         xc = self.select(self.cmp(xc, self.c(EXP_IN_HI), "olt"), xc, self.c(EXP_IN_HI))
-        n = self._e(ext.FRoundEvenOp(self.mul(xc, self.c(LOG2E))))
-        neg_n = self._e(llvm.FNegOp(n))
-        r = self.fma(neg_n, self.c(LN2_HI), xc)
-        r = self.fma(neg_n, self.c(LN2_LO), r)
-        p = self.add(self.fma(self.mul(r, r), self.horner(r, EXP_Q), r), self.c(1.0))
-        return self.mul(p, self.pow2(self._e(ext.FPToSIOp(n, self.it))))  # -124 <= n <= 127
+        n, p = self.exp_reduce(xc)
+        return self.mul(p, self.pow2(n))  # -124 <= n <= 127
 
     def tanh(self, x) -> SSAValue:
         a = self.abs(x)
         s = self.mul(a, a)
-        small = self.fma(self.mul(a, s), self.horner(s, TANH_P), a)
+        small = self.fma(self.mul(a, s), self.poly(s, TANH_P), a)
         # (|x| >= 43: e = exp(-86) ~ 4e-38, not exp(-2|x|); 1 - e and 1 + e round to 1 either way)
         e = self.exp_inner(self.mul(a, self.c(-2.0)))
         big = self.div(self.sub(self.c(1.0), e), self.add(self.c(1.0), e))
@@ -225,9 +226,9 @@ class _Emit:
     def erf(self, x) -> SSAValue:
         a = self.abs(x)
         s = self.mul(a, a)
-        t = self.mul(s, self.horner(s, ERF_P[1:]))
+        t = self.mul(s, self.poly(s, ERF_P[1:]))
         small = self.fma(a, self.c(ERF_P[0]), self.mul(a, self.add(self.c(ERF_C0_LO), t)))
-        mid = self.sub(self.c(1.0), self.exp_inner(self.horner(a, ERFC_LOG)))  # L in [-17.6, -1.6] where used
+        mid = self.sub(self.c(1.0), self.exp_inner(self.poly(a, ERFC_LOG)))  # L in [-17.6, -1.6] where used
         y = self.select(self.cmp(a, self.c(ERF_ONE), "olt"), mid, self.c(1.0))  # NaN -> 1 here ...
         y = self.select(self.cmp(a, self.c(ERF_SMALL), "olt"), small, y)
         y = self.select(self.cmp(x, x, "uno"), x, y)  # ... and back to NaN
