@@ -18,7 +18,7 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, f32, i1
+from xdsl.dialects.builtin import AnyFloat, UnitAttr, f32, i1
 from xdsl.ir import SSAValue
 
 from minimlir.dialects.builder import ElementBuilder, element_type, is_float, is_unsigned
@@ -81,17 +81,30 @@ def sign(b: ElementBuilder, x: SSAValue) -> SSAValue:
     return b.select(b.cmp("gt", x, zero), one, neg)
 
 
+CLAMPED_EXP = "loop.exp_clamped"
+"""A unit attribute on `math.exp`: its consumer gives the same result when the argument is clamped
+to a finite range and a NaN argument gives any value (GELU's x / (1 + exp(a)): a NaN or an
+overflowing exp comes with a NaN or a huge |x|). convert-math-to-polynomials then expands it into
+the short exp without subnormal, overflow and NaN paths (`exp_inner`); elsewhere it is an exp."""
+
+
 def gelu(b: ElementBuilder, x: SSAValue, approximate: str) -> SSAValue:
-    """0.5 x (1 + erf(x / sqrt(2))), or with approximate "tanh" its tanh approximation."""
-    half, one = fconst(b, 0.5, x), fconst(b, 1.0, x)
+    """0.5 x (1 + erf(x / sqrt(2))), or with approximate "tanh" its tanh approximation
+    0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as x / (1 + exp(-2u)): the same
+    function (1 + tanh(u) = 2 / (1 + exp(-2u))) with one exp and one division instead of tanh's
+    exp, division and small-argument polynomial, and no cancellation in 1 + tanh(u) near -1 (for
+    x = -5 the tanh form keeps no correct digit in f32; this one keeps all). Of the specials, only
+    x = -inf differs: -inf / (1 + exp(88)) is -inf, the tanh form's -inf * 0 is NaN."""
     if approximate == "tanh":
-        # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        x3 = b.mul(b.mul(x, x), x)
-        inner = b.mul(fconst(b, pymath.sqrt(2.0 / pymath.pi), x), b.add(x, b.mul(fconst(b, 0.044715, x), x3)))
-        t = b.emit(math.TanhOp(inner))
-    else:
-        # 0.5 x (1 + erf(x / sqrt(2)))
-        t = b.emit(math.ErfOp(b.mul(x, fconst(b, 1.0 / pymath.sqrt(2.0), x))))
+        c1 = -2.0 * pymath.sqrt(2.0 / pymath.pi)
+        t = b.add(b.mul(fconst(b, c1 * 0.044715, x), b.mul(x, x)), fconst(b, c1, x))  # -2u / x
+        exp = math.ExpOp(b.mul(t, x))
+        exp.attributes[CLAMPED_EXP] = UnitAttr()
+        e = b.emit(exp)
+        return b.div(x, b.add(fconst(b, 1.0, x), e))
+    # 0.5 x (1 + erf(x / sqrt(2)))
+    half, one = fconst(b, 0.5, x), fconst(b, 1.0, x)
+    t = b.emit(math.ErfOp(b.mul(x, fconst(b, 1.0 / pymath.sqrt(2.0), x))))
     return b.mul(b.mul(half, x), b.add(one, t))
 
 

@@ -30,8 +30,10 @@ tests/unit/to_llvm/test_math_approx.py asserts it):
 - tanh (≤ 3 ulp): |x| < 0.55: x + x*s*P(s), s = x^2, P of degree 5; else (1 - e)/(1 + e) with
   e = exp(-2|x|) (no cancellation: e <= 1/3), sign restored with copysign; ±inf -> ±1, -0 -> -0.
   Its exp and erf's are `exp_inner`: the argument clamped to [-86, 88], one exponent scaling, no
-  subnormal or NaN path (the caller restores NaN lanes). Polynomials are evaluated in Estrin's
-  form (shorter dependency chains than Horner's; the accuracy bounds hold).
+  subnormal or NaN path (the caller restores NaN lanes). A `math.exp` marked `loop.exp_clamped`
+  (elementfn.CLAMPED_EXP: tanh-GELU's x / (1 + exp(a)), whose result does not change) is one too.
+  Polynomials are evaluated in Estrin's form (shorter dependency chains than Horner's; the accuracy
+  bounds hold).
 - erf (≤ 3 ulp): |x| < 0.9: x*c0 + x*(c0_lo + s*P(s)) (c0 = 2/sqrt(pi) split in two), P of degree 5;
   0.9 <= |x| < 3.92: 1 - exp(L(|x|)) with L of degree 6 approximating log(erfc(|x|)); |x| >= 3.92:
   1 (erf rounds to 1 in f32 there); copysign.
@@ -64,6 +66,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from minimlir.dialects import llvm_ext as ext
+from minimlir.dialects.elementfn import CLAMPED_EXP
 
 # exp(r) = 1 + r + r^2 * Q(r), |r| <= ln2/2 (relative fit error 3.1e-9)
 EXP_Q = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368710055947304,
@@ -245,7 +248,7 @@ class ExpandVectorMath(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, math.ExpOp) and self.exp:
-            kind = "exp"
+            kind = "exp_inner" if CLAMPED_EXP in op.attributes else "exp"
         elif isinstance(op, math.TanhOp) and self.tanh:
             kind = "tanh"
         elif isinstance(op, math.ErfOp) and self.erf:

@@ -118,3 +118,45 @@ func.func @patches_kept(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x8x8xf32>, %r:
   %h = graph.conv2d %d, %w strides [8, 8] : (tensor<?x3x32x32xf32>, tensor<16x3x8x8xf32>) -> tensor<?x16x4x4xf32>
   func.return %a, %b, %c, %e, %g, %h : tensor<1x16x7x7xf32>, tensor<1x16x5x5xf32>, tensor<1x16x3x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x32x32xf32>, tensor<?x16x4x4xf32>
 }
+
+// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as torch.onnx writes
+// it, is graph.gelu "tanh" (computed as x / (1 + exp(-2u))); its pieces go. The same with 0.05 for
+// 0.044715 is not GELU and stays.
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-NEXT:    %[[G:.*]] = graph.gelu %x approximate "tanh" {graph.dims = ["n"]} : tensor<?x8xf32>
+// CHECK-NEXT:    func.return %[[G]]
+// CHECK-LABEL: func.func @gelu_tanh_kept
+// CHECK:         graph.tanh
+// CHECK-NOT:     graph.gelu
+func.func @gelu_tanh(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %three = graph.constant dense<3.000000e+00> : tensor<f32>
+  %k = graph.constant dense<4.471500e-02> : tensor<f32>
+  %sp = graph.constant dense<0.797884583> : tensor<f32>
+  %one = graph.constant dense<1.000000e+00> : tensor<f32>
+  %half = graph.constant dense<5.000000e-01> : tensor<f32>
+  %c = graph.pow %x, %three : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %kc = graph.mul %c, %k : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %s = graph.add %x, %kc : tensor<?x8xf32>
+  %u = graph.mul %s, %sp : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %t = graph.tanh %u : tensor<?x8xf32>
+  %t1 = graph.add %t, %one : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %h = graph.mul %x, %half : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %y = graph.mul %h, %t1 {graph.dims = ["n"]} : tensor<?x8xf32>
+  func.return %y : tensor<?x8xf32>
+}
+func.func @gelu_tanh_kept(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %three = graph.constant dense<3.000000e+00> : tensor<f32>
+  %k = graph.constant dense<5.000000e-02> : tensor<f32>
+  %sp = graph.constant dense<0.797884583> : tensor<f32>
+  %one = graph.constant dense<1.000000e+00> : tensor<f32>
+  %half = graph.constant dense<5.000000e-01> : tensor<f32>
+  %c = graph.pow %x, %three : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %kc = graph.mul %c, %k : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %s = graph.add %x, %kc : tensor<?x8xf32>
+  %u = graph.mul %s, %sp : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %t = graph.tanh %u : tensor<?x8xf32>
+  %t1 = graph.add %t, %one : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %h = graph.mul %x, %half : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %y = graph.mul %h, %t1 {graph.dims = ["n"]} : tensor<?x8xf32>
+  func.return %y : tensor<?x8xf32>
+}
