@@ -1,33 +1,54 @@
 // RUN: mini-opt %s --split-input-file -p convert-math-to-polynomials | filecheck %s
 // RUN: mini-opt %s --split-input-file -p 'convert-math-to-polynomials{exp=false tanh=false erf=false}' | filecheck %s --check-prefix=OFF
 
-// exp: clamp, NaN lanes parked at 0, Cody-Waite reduction, polynomial, two exponent scalings for
-// normal results (n >= -125), the subnormal results built as integer bits (n <= -126), NaN back.
+// exp: clamp (a NaN passes), n rounded by adding 1.5 * 2^23 (its bits give k = n + 126: no
+// roundeven, no fptosi), Cody-Waite reduction, 2 exp(r) by Horner's rule, one exponent scaling by
+// 2^(n-1) for normal results (n >= -125), the subnormal results built as integer bits (n <= -126,
+// an unsigned test that a NaN's bits fail); no NaN select.
 // CHECK-LABEL: func.func @exp
 // CHECK-SAME:    (%[[X:.*]]: vector<8xf32>)
 // CHECK-NOT:     math.exp
-// CHECK:         %[[NAN:.*]] = llvm.fcmp "uno" %[[X]], %[[X]] : vector<8xf32>
-// CHECK:         %[[N:.*]] = llvm.intr.roundeven(%{{.*}}) : (vector<8xf32>) -> vector<8xf32>
-// CHECK:         llvm.intr.fmuladd
-// CHECK:         %[[NR:.*]] = llvm.fptosi %[[N]] : vector<8xf32> to vector<8xi32>
-// CHECK:         %[[NI:.*]] = llvm.intr.smax(%[[NR]], %{{.*}}) : (vector<8xi32>, vector<8xi32>) -> vector<8xi32>
-// CHECK:         %[[H:.*]] = llvm.ashr %[[NI]], %{{.*}} : vector<8xi32>
-// CHECK:         llvm.shl
-// CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
-// CHECK:         llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NOT:     llvm.fcmp "uno"
+// CHECK:         %[[MAGIC:.*]] = llvm.mlir.constant(dense<0x4B400000> : vector<8xf32>) : vector<8xf32>
+// CHECK:         %[[NF:.*]] = llvm.intr.fmuladd(%{{.*}}, %{{.*}}, %[[MAGIC]])
+// CHECK-NEXT:    %[[N:.*]] = llvm.fsub %[[NF]], %[[MAGIC]] : vector<8xf32>
+// CHECK:         %[[BITS:.*]] = llvm.bitcast %[[NF]] : vector<8xf32> to vector<8xi32>
+// CHECK:         %[[K:.*]] = llvm.sub %[[BITS]], %{{.*}} : vector<8xi32>
+// CHECK:         %[[NI:.*]] = llvm.intr.smax(%[[K]], %{{.*}}) : (vector<8xi32>, vector<8xi32>) -> vector<8xi32>
+// CHECK:         llvm.shl %[[NI]]
+// CHECK-NEXT:    llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK-NEXT:    %[[YN:.*]] = llvm.fmul %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK:         llvm.intr.smin(%[[NR]], %{{.*}})
+// CHECK:         %[[T:.*]] = llvm.add %[[K]], %{{.*}} : vector<8xi32>
+// CHECK:         llvm.intr.smin(%[[T]], %{{.*}})
 // CHECK:         %[[RE:.*]] = llvm.intr.roundeven(%{{.*}}) : (vector<8xf32>) -> vector<8xf32>
 // CHECK-NEXT:    %[[M:.*]] = llvm.fptosi %[[RE]] : vector<8xf32> to vector<8xi32>
-// CHECK:         %[[TINY:.*]] = llvm.icmp "sle" %[[NR]], %{{.*}} : vector<8xi32>
+// CHECK-NEXT:    %[[TINY:.*]] = llvm.icmp "ule" %[[T]], %{{.*}} : vector<8xi32>
 // CHECK-NEXT:    %[[SUB:.*]] = llvm.bitcast %[[M]] : vector<8xi32> to vector<8xf32>
 // CHECK-NEXT:    %[[Y:.*]] = llvm.select %[[TINY]], %[[SUB]], %[[YN]] : vector<8xi1>, vector<8xf32>
-// CHECK-NEXT:    %[[R:.*]] = llvm.select %[[NAN]], %[[X]], %[[Y]] : vector<8xi1>, vector<8xf32>
-// CHECK-NEXT:    func.return %[[R]] : vector<8xf32>
+// CHECK-NEXT:    func.return %[[Y]] : vector<8xf32>
 // OFF-LABEL: func.func @exp
 // OFF-NEXT:    math.exp
 func.func @exp(%x: vector<8xf32>) -> vector<8xf32> {
   %0 = math.exp %x : vector<8xf32>
+  func.return %0 : vector<8xf32>
+}
+
+// -----
+
+// An exp marked loop.exp_clamped (tanh-GELU's x / (1 + exp(a))) is the inner exp: clamped to
+// [-86, 88], one scaling, no subnormal path.
+// CHECK-LABEL: func.func @exp_clamped
+// CHECK-NOT:     math.exp
+// CHECK-NOT:     llvm.intr.smin
+// CHECK-NOT:     llvm.intr.smax
+// CHECK:         llvm.shl
+// CHECK-NEXT:    llvm.bitcast %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NEXT:    %[[Y:.*]] = llvm.fmul %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT:    func.return %[[Y]] : vector<8xf32>
+// OFF-LABEL: func.func @exp_clamped
+// OFF-NEXT:    math.exp
+func.func @exp_clamped(%x: vector<8xf32>) -> vector<8xf32> {
+  %0 = math.exp %x {loop.exp_clamped} : vector<8xf32>
   func.return %0 : vector<8xf32>
 }
 
@@ -59,7 +80,7 @@ func.func @tanh(%x: vector<16xf32>) -> vector<16xf32> {
 // CHECK-SAME:    (%[[X:.*]]: vector<4xf32>)
 // CHECK-NOT:     math.erf
 // CHECK-NOT:     llvm.intr.smin
-// CHECK:         llvm.intr.roundeven
+// CHECK:         llvm.intr.fmuladd
 // CHECK:         llvm.fcmp "olt" %{{.*}}, %{{.*}} : vector<4xf32>
 // CHECK:         llvm.fcmp "uno" %[[X]], %[[X]] : vector<4xf32>
 // CHECK:         llvm.intr.copysign
