@@ -82,9 +82,12 @@ from minimlir.dialects import graph
 def constant_rhs(op: graph.PowOp | graph.DivOp) -> float | None:
     """The right operand's value when it is a graph.constant splat, else None."""
     owner = op.rhs.owner
-    if not isinstance(owner, graph.ConstantOp):
-        return None
-    value = owner.value
+    return _splat(owner) if isinstance(owner, graph.ConstantOp) else None
+
+
+def _splat(c: graph.ConstantOp) -> float | None:
+    """The constant's value when all its elements are one value, else None."""
+    value = c.value
     if not isinstance(value, DenseIntOrFPElementsAttr):
         return None
     values = value.get_values()
@@ -214,16 +217,6 @@ def _poly_mul(p: dict[int, float], q: dict[int, float]) -> dict[int, float]:
         for j, b in q.items():
             out[i + j] = out.get(i + j, 0.0) + a * b
     return out
-
-
-def _splat(c: graph.ConstantOp) -> float | None:
-    value = c.value
-    if not isinstance(value, DenseIntOrFPElementsAttr):
-        return None
-    values = value.get_values()
-    if not values or any(v != values[0] for v in values):
-        return None
-    return float(values[0])
 
 
 def _same_polynomial(p: dict[int, float], q: dict[int, float], rtol: float = 1e-5) -> bool:
