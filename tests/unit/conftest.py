@@ -12,6 +12,15 @@ import pytest
 # other workers need (a kernel ran 18x slower on a loaded machine). Waiting threads sleep instead; results don't change.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # One compile process per worker when the workers already fill the cores: a compile's own
+    # parallelism (forked split-lowering workers, LLVM codegen children) only adds process starts
+    # and copies there (87 -> 66 s for the heaviest model tests on 2 cores). Tests of the parallel
+    # compile set these themselves.
+    from minimlir.backend.parallel import cpu_count
+
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= cpu_count():
+        os.environ.setdefault("MINIMLIR_COMPILE_JOBS", "1")
+        os.environ.setdefault("MINIMLIR_LLVM_JOBS", "1")
 
 # The reference interpreter moved into the package (minimlir.compiler.interpreter); tests written
 # against the old helper name keep running.
