@@ -625,7 +625,8 @@ def compile(  # noqa: A001 (the one obvious name)
         from minimlir.frontend.profile import compile_profiled
 
         return compile_profiled(model, entry=entry, num_threads=num_threads, dump_ir=dump_ir, cache=cache,
-                                pipeline=pipeline, params=params, print_ir=print_ir)
+                                pipeline=pipeline, params=params, print_ir=print_ir, checks=checks,
+                                tuning_db=tuning_db)
     t0 = time.perf_counter()
     if checks if checks is not None else checks_from_env():  # its own pipeline text: own cache key
         pipeline = checked_pipeline(pipeline if pipeline is not None else default_pipeline())

@@ -188,6 +188,13 @@ class Database:
                 return min(pool, key=cost)
         return None
 
+    def default_knobs(self, task: str, cpu: dict[str, Any]) -> dict[str, Any] | None:
+        """The knobs of the task's latest default-schedule measurement (candidate 0) on this CPU's
+        ISA class, or None."""
+        recs = [r for r in self.measurements(task)
+                if r.get("default") and isa_class(r.get("cpu", {})) == isa_class(cpu)]
+        return recs[-1].get("knobs") if recs else None
+
     def confirmations(self, task: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.records() if r.get("kind") == "confirm" and (task is None or r.get("task") == task)]
 

@@ -117,3 +117,26 @@ def test_mini_tune_usage_errors(setup, argv, msg, capsys):
 def test_budget_parsing():
     assert mini_tune.parse_budget("10m") == 600 and mini_tune.parse_budget("1h30m") == 5400
     assert mini_tune.parse_budget("90s") == 90 and mini_tune.parse_budget("45") == 45
+
+
+def test_a_kernel_whose_best_record_is_the_default_keeps_the_default_schedule(setup, capfd):
+    """When candidate 0 (the default schedule) measured best, its record's knob values are the ones
+    the default rule chose for the task alone; pinning them in the model is not a no-op (SqueezeNet
+    ran 15% slower with such records applied), so the kernel keeps the model's own default."""
+    from minimlir.frontend import compile as compile_model
+    from minimlir.passes.loop.schedule.default.knobs import read_assignment
+
+    model, task, db, knobs, record = setup
+    db.path.write_text("")
+    db.append([dict(record(dict(task.defaults), [1.0]), default=True), record(knobs, [2.0])])
+    m = _prefixed(str(model))
+    s = apply_records(m, db.path)
+    assert (s.applied, s.kept_default) == (0, 1)
+    assert read_assignment(kernels_of(m)[0]) is None
+    assert s.line() == f"tuning: 0 of 1 kernels from {db.path} (1 keep the default schedule, their best)"
+    # a confirmation the default won, written with the default's knobs, is the same verdict
+    db.append([dict(record(dict(task.defaults), [1.0]), kind="confirm", default=False, default_times=[1.0])])
+    assert apply_records(_prefixed(str(model)), db.path).kept_default == 1
+    # and compile(profile=True) reads the database too (it dropped tuning_db= before)
+    compile_model(str(model), tuning_db=str(db.path), profile=True, cache=False)
+    assert "tuning: 0 of 1 kernels" in capfd.readouterr().err
