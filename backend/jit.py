@@ -89,12 +89,14 @@ def to_llvm_ir(module: ModuleOp, copy: bool = True) -> str:
         ir_module = convert_module(module, fallback_target_triple=_target.host_triple())
     except (NotImplementedError, KeyError, AssertionError, TypeError) as e:
         raise CompileError(f"cannot translate to LLVM IR: {e}") from e
-    # xDSL's translation drops the linkage: restore it (internal lets LLVM inline and drop)
+    # xDSL's translation drops the linkage and `no_inline`: restore them (internal lets LLVM inline and drop)
     for op in module.ops:
         if isinstance(op, llvm_d.FuncOp) and op.body.blocks:
             linkage = op.linkage.linkage.data
             if linkage in ("internal", "private"):
                 ir_module.get_global(op.sym_name.data).linkage = linkage
+            if op.no_inline is not None:  # a kernel (passes/to_llvm/func.py says why)
+                ir_module.get_global(op.sym_name.data).attributes.add("noinline")
     return str(ir_module)
 
 
