@@ -89,10 +89,9 @@ def apply_records(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None
         rec = db.best(key, cpu)
         if rec is not None and (rec.get("default") or rec.get("knobs") == db.default_knobs(key, cpu)):
             # the default schedule measured best: the kernel keeps the schedule the default rule
-            # gives it here, in the model, not the knob values the default took on the task alone
-            # (they can differ: a model's conv reads weights packed for its own default tile, and
-            # pinning the task's values made SqueezeNet 15% slower with no kernel changed for the
-            # better)
+            # gives it here, in the model. Pinning the record's knobs would at best reproduce it:
+            # they are the values the default took on the task alone (scheduled standalone, its
+            # dynamic dims at the tuned sizes), which is all the measurement vouches for
             s.kept_default += 1
             continue
         if rec is not None:

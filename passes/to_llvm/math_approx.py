@@ -177,9 +177,8 @@ class _Emit:
                 power = self.mul(power, power)
         return terms[0]
 
-    def pow2(self, n_int) -> SSAValue:
-        """2^n for an i32 vector n with -126 <= n <= 127: the biased exponent shifted into place."""
-        biased = self._e(llvm.AddOp(n_int, self.ci(127)))
+    def pow2(self, biased) -> SSAValue:
+        """2^(e - 127) for an i32 vector e of biased exponents, 1 <= e <= 254: e shifted into place."""
         return self._e(llvm.BitcastOp(self._e(llvm.ShlOp(biased, self.ci(23))), self.t))
 
     def exp_reduce(self, xc, bias: int, twice: bool = False) -> tuple[SSAValue, SSAValue]:
@@ -209,15 +208,13 @@ class _Emit:
         k, p2 = self.exp_reduce(xc, 126, twice=True)  # k = n + 126, -150 <= n <= 128; ... and p2 NaN
         # normal results (n >= -125): 2p * 2^(n-1), one exact scaling with 2^(n-1) normal for every
         # n up to 128 (exp(89) overflows to inf here, as it should)
-        y = self.mul(p2, self._e(llvm.BitcastOp(self._e(llvm.ShlOp(self._e(ext.SMaxOp(k, self.ci(1))),
-                                                                    self.ci(23))), self.t)))
+        y = self.mul(p2, self.pow2(self._e(ext.SMaxOp(k, self.ci(1)))))
         # below 2^-125 (n <= -126): the subnormal's bits, m = round(2p * 2^(n + 148)) as an integer
         # (m >= 2^23 is the normal encoding of the same value), with no arithmetic on subnormal
         # numbers: on x86 each subnormal (or underflowing) result costs a microcode assist, and a
         # softmax over masked scores (x - max = -10000, clamped to -104) ran 1.8x slower
         t = self._e(llvm.AddOp(k, self.ci(22 + 127)))  # the scale's biased exponent, n + 275
-        scale = self._e(llvm.BitcastOp(self._e(llvm.ShlOp(self._e(ext.SMinOp(t, self.ci(22 + 127))),
-                                                            self.ci(23))), self.t))
+        scale = self.pow2(self._e(ext.SMinOp(t, self.ci(22 + 127))))
         m = self._e(ext.FPToSIOp(self._e(ext.FRoundEvenOp(self.mul(p2, scale))), self.it))
         # n <= -126 is t <= 149 (125 <= t <= 403 for every number). The test is unsigned: a NaN's
         # t comes from its bits (0x344.. and up, or 2^31 and up with the sign bit set), so a NaN
@@ -236,7 +233,7 @@ class _Emit:
         xc = self.select(self.cmp(x, self.c(EXP_IN_LO), "ogt"), x, self.c(EXP_IN_LO))  # NaN -> lo
         xc = self.select(self.cmp(xc, self.c(EXP_IN_HI), "olt"), xc, self.c(EXP_IN_HI))
         k, p = self.exp_reduce(xc, 127)  # -124 <= n <= 127: k = n + 127 is 2^n's biased exponent
-        return self.mul(p, self._e(llvm.BitcastOp(self._e(llvm.ShlOp(k, self.ci(23))), self.t)))
+        return self.mul(p, self.pow2(k))
 
     def tanh(self, x) -> SSAValue:
         a = self.abs(x)

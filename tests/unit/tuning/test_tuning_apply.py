@@ -121,8 +121,8 @@ def test_budget_parsing():
 
 def test_a_kernel_whose_best_record_is_the_default_keeps_the_default_schedule(setup, capfd):
     """When candidate 0 (the default schedule) measured best, its record's knob values are the ones
-    the default rule chose for the task alone; pinning them in the model is not a no-op (SqueezeNet
-    ran 15% slower with such records applied), so the kernel keeps the model's own default."""
+    the default rule chose for the task alone; the kernel keeps the model's own default instead of
+    having them pinned."""
     from minimlir.frontend import compile as compile_model
     from minimlir.passes.loop.schedule.default.knobs import read_assignment
 
