@@ -1140,7 +1140,15 @@ class HardSigmoidOp(_UnaryOp):
 
 @irdl_op_definition
 class MatMulOp(IRDLOperation):
-    """NumPy matmul (1-D promotion, broadcast batch dims): `graph.matmul %a, %b : (…) -> …`."""
+    """NumPy matmul (1-D promotion, broadcast batch dims): `graph.matmul %a, %b : (…) -> …`.
+
+    With `weight_tile T` (graph-pack-weights) a 2-D right operand B (K, N) is pre-packed in
+    column panels, the layout the matmul rule streams (MLAS's and onnxruntime's pre-packed GEMM
+    B): a (ceil(N/T), K, T) tensor with B[k, n] at [n floordiv T, k, n mod T], the last panel
+    zero-padded; N is the result's last dim.
+
+    %y = graph.matmul %x, %p weight_tile 24 : (tensor<1x128x512xf32>, tensor<86x512x24xf32>) -> tensor<1x128x2048xf32>
+    """
 
     name = "graph.matmul"
 
@@ -1148,26 +1156,60 @@ class MatMulOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    weight_tile = prop_def(IntegerAttr[_I64], default_value=_i64(0))
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
+    assembly_format = "$lhs `,` $rhs (`weight_tile` $weight_tile^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, weight_tile: int = 0, cols: int = -1):
+        """`cols`: N, for a packed rhs (`weight_tile` > 0), whose shape holds ceil(N/T) panels."""
         try:
-            shape = matmul_result_shape(_shape(lhs), _shape(rhs))
+            shape = matmul_result_shape(_shape(lhs), unpacked_matmul_rhs(_shape(rhs), weight_tile, cols))
         except ShapeError as e:
             raise VerifyException(str(e)) from e
-        super().__init__(operands=[lhs, rhs], result_types=[_tensor(shape, _elt(lhs))])
+        super().__init__(operands=[lhs, rhs], result_types=[_tensor(shape, _elt(lhs))],
+                         properties={"weight_tile": _i64(weight_tile)})
+
+    @property
+    def tile(self) -> int:
+        """The column panel of a pre-packed right operand (0: plain)."""
+        return self.weight_tile.value.data
+
+    def rhs_shape(self) -> list[int]:
+        """The right operand's logical shape, packed or not."""
+        rs = _shape(self.result)
+        return unpacked_matmul_rhs(_shape(self.rhs), self.tile, rs[-1] if rs else -1)
 
     def verify_(self) -> None:
         _check_valid_shape(self)
         _check_same_element_type(
             self, [("lhs", self.lhs), ("rhs", self.rhs), ("result", self.result)]
         )
+        t = self.tile
+        if t < 0:
+            raise VerifyException(f"weight_tile must be >= 0, got {t}")
+        if t:
+            ps, rs = _shape(self.rhs), _shape(self.result)
+            n = rs[-1] if rs else -1
+            if (len(ps) != 3 or ps[2] != t or min(ps) < 0 or len(_shape(self.lhs)) < 2 or n < 0
+                    or ps[0] != -(-n // t)):
+                raise VerifyException(
+                    f"a right operand packed with weight_tile {t} must have static shape "
+                    f"(ceil(N/{t}), K, {t}) for the result's N ({'?' if n < 0 else n}) and a lhs of "
+                    f"rank >= 2, got {format_shape(ps)}"
+                )
         try:
-            shape = matmul_result_shape(_shape(self.lhs), _shape(self.rhs))
+            shape = matmul_result_shape(_shape(self.lhs), self.rhs_shape())
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         _check_result_shape(shape, self.result)
+
+
+def unpacked_matmul_rhs(shape: Shape, tile: int, cols: int) -> list[int]:
+    """A matmul's logical right operand shape: itself, or (K, cols) of a column-panel packing."""
+    if not tile or len(shape) != 3:
+        return list(shape)
+    return [shape[1], cols]
 
 
 def _check_window_params(

@@ -26,6 +26,11 @@ pixels, MATMUL_MIN_PIXEL_VECTORS: at 13x13 the conv stays faster) become matmuls
 
 The weight is a free reshape either way.
 
+A matmul's weight B (K, N), a param, gets the column panels the matmul rule streams (`_pack_matmul`:
+`graph.matmul … weight_tile T`, a (ceil(N/T), K, T) tensor), where the rule packs B by default
+(`matmul_weight_panel`); the rule then reads the panels in place instead of copying each one per
+call, and a tuned panel of another width repacks from this layout.
+
 The panel T is the one the conv2d schedule rule's vector path packs its weights in by default
 (`conv_weight_tile`: nv vectors of the target's width): with it the rule reads the weight as it
 is and builds no packing nest (ResNet-50 repacked 100 MB of weights per inference). A tuned
@@ -335,6 +340,62 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
     return conv
 
 
+def _reads_param(v) -> bool:
+    """`v` is, or is computed from, a graph.param (a computation of constants only is not lifted)."""
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if isinstance(u.owner, graph.ParamOp):
+            return True
+        if hasattr(u.owner, "operands"):
+            stack.extend(u.owner.operands)
+    return False
+
+
+def _pack_matmul(op: graph.MatMulOp, cfg) -> None:
+    """A matmul's weight B (K, N) in the column panels the matmul rule streams (`weight_tile`):
+    onnxruntime pre-packs a constant GEMM B at session creation (MlasGemmPackB); the rule
+    otherwise copied each kc x nv*W panel of B per call, rows N floats apart (BERT's 128 x 512 x
+    2048: a tenth of the kernel's time). Where the rule packs B by default (a static M of several
+    register tiles: matmul_weight_panel), for a float32 B computed from params only."""
+    from minimlir.passes.loop.schedule.default.matmul import matmul_weight_panel
+
+    a, b = op.lhs.type, op.rhs.type
+    if op.tile or not isinstance(a, TensorType) or not isinstance(b, TensorType):
+        return
+    sa, sb = a.get_shape(), b.get_shape()
+    if (len(sb) != 2 or len(sa) < 2 or min(sb) < 0 or sa[-2] < 0 or sa[-1] < 0
+            or b.get_element_type() != a.get_element_type() or "f32" != str(b.get_element_type())):
+        return
+    if not weight_only(op.rhs) or not _reads_param(op.rhs):
+        return
+    (k, n), m = sb, sa[-2]
+    tile = matmul_weight_panel(m, k, n, cfg)
+    if not tile:
+        return
+    ip = InsertPoint.before(op)
+    w, new_ops = op.rhs, []
+    panels = -(-n // tile)
+    if panels * tile != n:
+        new_ops.append(graph.PadOp(w, [0, 0, 0, panels * tile - n]))
+        w = new_ops[-1].result
+    new_ops.append(graph.ReshapeOp(w, TensorType(b.get_element_type(), [k, panels, tile])))
+    new_ops.append(graph.TransposeOp(new_ops[-1].result, [1, 0, 2]))
+    for o in new_ops:
+        o.location = op.rhs.owner.location  # type: ignore[union-attr]
+        Rewriter.insert_op(o, ip)
+    mm = graph.MatMulOp(op.lhs, new_ops[-1].results[0], weight_tile=tile, cols=n)
+    mm.location = op.location
+    mm.attributes.update(op.attributes)
+    Rewriter.insert_op(mm, ip)
+    op.result.replace_all_uses_with(mm.result)
+    op.detach()
+    op.erase()
+
+
 def _config_for(width: int):
     from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 
@@ -344,8 +405,8 @@ def _config_for(width: int):
 
 @dataclass(frozen=True)
 class GraphPackWeightsPass(ModulePass):
-    """Conv weights that are params get the conv kernel's packed layout (OIHW{T}o), as graph ops
-    graph-lift-params runs once at load time. `width`: the vector width in f32 lanes (0: the
+    """Conv weights that are params get the conv kernel's packed layout (OIHW{T}o), matmul weights
+    the matmul rule's column panels, as graph ops graph-lift-params runs once at load time. `width`: the vector width in f32 lanes (0: the
     target's, as loop-schedule's)."""
 
     name = "graph-pack-weights"
@@ -379,6 +440,8 @@ class GraphPackWeightsPass(ModulePass):
             tile = conv_weight_tile(o // group, cfg)
             if tile:
                 _pack(conv, tile)
+        for mm in [o for o in op.walk() if isinstance(o, graph.MatMulOp)]:
+            _pack_matmul(mm, cfg)
         _fold_reshape_pairs(op)
 
 

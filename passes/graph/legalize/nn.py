@@ -86,13 +86,14 @@ class LegalizeMatMul(Legalization):
     def build(self, op: graph.MatMulOp, kb: KernelBuilder) -> None:
         a, bm = kb.inputs
         (c,) = kb.outputs
-        ra, rb, rc = len(_shape(a)), len(_shape(bm)), len(_shape(c))
+        tile = op.tile  # a pre-packed B (graph-pack-weights): B[k, j] at [j / T, k, j % T]
+        ra, rb, rc = len(_shape(a)), (2 if tile else len(_shape(bm))), len(_shape(c))
         nbatch = rc - (ra >= 2) - (rb >= 2)
         batch_a, batch_b = max(ra - 2, 0), max(rb - 2, 0)
         # The contraction extent: whichever side knows it statically.
         k_ext = kb.dim(a, ra - 1)
         if not isinstance(k_ext, int):
-            kb_ext = kb.dim(bm, rb - 2 if rb >= 2 else 0)
+            kb_ext = kb.dim(bm, 1 if tile else rb - 2 if rb >= 2 else 0)
             if isinstance(kb_ext, int):
                 k_ext = kb_ext
         extents = kb.dims(c) + [k_ext]
@@ -130,6 +131,8 @@ class LegalizeMatMul(Legalization):
             j = vs[rc - 1] if rb >= 2 else None
             a_idx = operand_batch(a, batch_a, bm, batch_b, vs, e) + ([i] if i is not None else []) + [k]
             b_idx = operand_batch(bm, batch_b, a, batch_a, vs, e) + [k] + ([j] if j is not None else [])
+            if tile:
+                b_idx = [e.ifloordiv(j, tile), k, e.irem(j, tile)]
             x = e.load(a, a_idx)
             y = e.load(bm, b_idx)
             acc = e.load(c, vs[:rc])
@@ -137,7 +140,7 @@ class LegalizeMatMul(Legalization):
 
     def result_dims(self, op: graph.MatMulOp, g: GraphDims) -> list[Index]:
         a, bm = op.lhs, op.rhs
-        sa, sb, sc = _shape(a), _shape(bm), _shape(op.result)
+        sa, sb, sc = _shape(a), op.rhs_shape(), _shape(op.result)
         ra, rb, rc = len(sa), len(sb), len(sc)
         nbatch = rc - (ra >= 2) - (rb >= 2)
         dims: list[Index] = []

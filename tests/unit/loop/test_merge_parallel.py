@@ -105,7 +105,9 @@ def test_matmul_epilogue_is_one_parallel_region():
     outlined = next(t for s, t in stages.items() if "outline-parallel" in s)
     bodies = {line.split("@")[1].split("(")[0] for line in outlined.splitlines() if "loop.parallel_body" in line
               and "func.func" in line}
-    assert len(bodies) <= 2, bodies  # the matmul's region and one for the whole epilogue (was 3 without the merge)
+    # (the weight's packing, run once when the weights are bound, is a kernel of its own)
+    bodies = {b for b in bodies if "matmul" in b}
+    assert 1 <= len(bodies) <= 2, bodies  # the matmul's region and one for the whole epilogue (was 3 without the merge)
     x = np.random.default_rng(1).standard_normal((128, 256)).astype(np.float32)
     a = x.astype(np.float64) @ w + b
     ref = a * (np.vectorize(math.erf)(a / math.sqrt(2.0)) + 1) * 0.5

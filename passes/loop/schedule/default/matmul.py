@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Block
+from xdsl.ir import Block, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.passes.loop.schedule.default.knobs import choose, fact
@@ -36,7 +36,8 @@ from minimlir.passes.loop.schedule.default._helpers import (
     l1d_bytes,
     l2_bytes,
 )
-from minimlir.passes.loop.schedule.affine import affine_of
+from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
+from minimlir.passes.loop.schedule.ir import materialize_form
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
 from minimlir.passes.loop.schedule.default.threshold import trip_count
@@ -54,7 +55,6 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         return False
     if _direct_loops(blk) is None or len(blk.kinds) < 3:
         return False
-    mr, nv = register_tile(k, cfg.vector_registers)
     bname = blk.block_name.data  # the Schedule API's handle of the block (and of those made from it)
     out_bufs = {op.memref for op in blk.body.walk() if isinstance(op, mem.StoreOp)}
     j_var = blk.body.block.args[-2]
@@ -63,6 +63,9 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         if isinstance(op, mem.LoadOp | mem.StoreOp)
         and op.indices and op.indices[-1] is j_var
     }
+    packed = _packed_b(blk, j_var)  # a pre-packed B (graph-pack-weights): (its load, T)
+    if packed is not None:
+        j_bufs.add(packed[0].memref)
     W = fit_width(blk, W, buffers=out_bufs | j_bufs)
     if W == 0:
         return False
@@ -71,42 +74,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # and nv' <= nv dividing N / W, unless that would halve the tile
     loops0 = _direct_loops(blk)
     m_ext, n_ext, k_ext = (const_index(lp.ub) for lp in loops0[-3:])
-    # a wide B (K and M long, N at least 8 vectors: BERT's and ViT's projections and MLPs): with 32
-    # registers and N a multiple of 4 vectors a 6 x 4-vector tile, 4 B vectors per 24 FMAs rather
-    # than 2 per 16 (8 x 2); with 16 registers a 4 x 3 tile, 7 loads per 12 FMAs rather than 8 (6 x 2),
-    # where its rows waste no more than 6 x 2's (M = 128: 32 tiles of 4 against 22 of 6, the last
-    # clamped; a ragged last column panel is split off). Zen 1, one thread: 128 x 512 x 2048
-    # 6.74 -> 6.33 ms, 128 x 2048 x 512 6.67 -> 6.44 (onnxruntime 6.18); M = 197 stays 6 x 2 (equal)
-    wmr, wnv = wide_tile(cfg.vector_registers)
-    wide_ok = (not k.mr and not k.nv and None not in (m_ext, n_ext, k_ext) and wmr > 0
-               and n_ext >= 8 * W and k_ext >= 256 and m_ext >= 128
-               and (n_ext % (wnv * W) == 0 if cfg.vector_registers >= 32
-                    else n_ext % W == 0 and -(-m_ext // wmr) * wmr <= -(-m_ext // mr) * mr))
-    fact("matmul.wide_ok", wide_ok)
-    wide = wide_ok and choose("matmul.wide_tile", True)
-    if wide:
-        mr, nv = wmr, wnv
-    kc = k.tile_k()  # (the row blocks are sized for it; the reduction tile is widened below)
-    small = m_ext is not None and m_ext <= min(mr, k.small_m)
-    if small:
-        mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
-        if n_ext is not None and n_ext % W:
-            # a guarded vector loop keeps the accumulator in memory: narrower vectors that
-            # divide N, more of them (about small_nv*W floats per row of B either way)
-            w2 = W // 2
-            while w2 >= 4 and n_ext % w2:
-                w2 //= 2
-            if w2 >= 4:
-                nv = _largest_divisor(n_ext // w2, nv * W // w2)
-                W = w2
-    elif m_ext is not None and m_ext % mr:
-        # the last row tile is clamped (_clamp_rows: it recomputes row M-1); a smaller tile
-        # may waste fewer rows: the mr' in (mr/2, mr] with the least ceil(M/mr') * (mr' + 1),
-        # the +1 for the B vectors each tile loads per k (M = 128: 6, not 4; M = 7: 4); on a
-        # tie the one wasting fewer rows (M = 63 of 8: 7), then the larger
-        mr = min(range(mr, mr // 2, -1), key=lambda r: ((-(-m_ext // r)) * (r + 1), -(-m_ext // r) * r - m_ext))
-    if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv and not wide:
-        nv = _largest_divisor(n_ext // W, nv)
+    mr, nv, W, kc, small, wide = _tile_plan(k, cfg, W, m_ext, n_ext, k_ext)
     batch_exts = [const_index(lp.ub) for lp in loops0[:-3]]
     # a short reduction (K up to two vectors: SqueezeNet's 16- and 32-channel expand 1x1 convs as
     # matmuls) is bound by writing C, not by reading B: B's K rows stay in L1 unpacked (a copy per
@@ -127,8 +95,8 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     fact("matmul.whole_m_ok", whole_ok)
     whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
                                   and (n_ext // (nv * W)) % cores() == 0 and not short_k)
-    pack_default = (k.pack_b if k.pack_b is not None else
-                    (m_ext is not None and m_ext >= 4 * mr and not short_k))
+    pack_default = packed is not None or (k.pack_b if k.pack_b is not None else
+                                          (m_ext is not None and m_ext >= 4 * mr and not short_k))
     # (small M: one row block)
     mc = mr if small else max(mr, (row_block_rows(k, kc, pack_default, m_ext, short_k) // mr) * mr)
     if not whole_m and not small and m_ext is not None and m_ext > mc:
@@ -176,7 +144,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # read only where it applies (the tuner's space holds the knobs a task's default read)
     chunks = (choose("matmul.col_chunks", _col_chunks(panels, cores()))
               if (one_block or whole_m) and panels else 1)
-    pack_b = choose("matmul.pack_b", pack_default)
+    pack_b = choose("matmul.pack_b", pack_default) if packed is None else True
     unroll_rows, parallel = choose("matmul.unroll_rows", k.unroll_rows), choose("matmul.parallel", k.parallel)
     row_version = choose("matmul.row_version", k.row_version)  # used for a dynamic M only
 
@@ -207,7 +175,23 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if not transaction.attempt(kernel, main):
         return False
     b_bufs = j_bufs - out_bufs
-    if pack_b and len(b_bufs) == 1:
+    padded: set = set()  # B buffers whose last panel is padded to whole panels of nv*W columns
+    if packed is not None:
+        # B pre-packed in panels of T columns (graph-pack-weights, once at load time): the tile
+        # reads its panel in place when T is its nv*W, else a copy repacked per call in panels
+        # of nv*W (a tuned tile); the pack_b knob does not apply
+        def in_place(s: Schedule) -> None:
+            mb = s.get_block(bname)
+            found = _packed_b(mb, mb.body.block.args[-2])
+            if found is None:
+                raise ScheduleError("packed B: the tile no longer reads B's panels", mb)
+            ld, t = found
+            src = ld.memref if t == nv * W else _repack_b(kernel, bname, ld, t, nv * W, n_ext)
+            _read_panels(kernel, bname, len(mb.bindings) - 1 + (1 if chunks > 1 else 0), nv * W, src)
+            padded.add(src)
+
+        transaction.attempt(kernel, in_place)
+    elif pack_b and len(b_bufs) == 1:
         (b_buf,) = b_bufs
 
         def pack(s: Schedule) -> None:
@@ -263,7 +247,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     col_rest: list[str] = []  # the copies of the tile's blocks for the last, ragged column panel
     if m_ext is not None and choose("matmul.split_cols", True):
         def cols(s: Schedule) -> None:
-            col_rest.extend(_split_ragged_cols(kernel, bname, nv, W, n_ext))
+            col_rest.extend(_split_ragged_cols(kernel, bname, nv, W, n_ext, padded))
 
         if not transaction.attempt(kernel, cols):
             col_rest.clear()
@@ -304,6 +288,161 @@ SHORT_K_ROWS = 32  # rows per row block for a reduction of at most two vectors (
 WIDE_KC = 512  # the reduction tile where kc is not set (schedule_matmul)
 WIDE_MR, WIDE_NV = 6, 4  # the register tile for a wide B with 32 registers (schedule_matmul)
 WIDE_MR16, WIDE_NV16 = 4, 3  # ... with 16
+
+
+def _packed_b(blk: loop.BlockOp, j_var: SSAValue) -> tuple[mem.LoadOp, int] | None:
+    """(the load, T) where the matmul block reads a B pre-packed in column panels of T
+    (graph.matmul's weight_tile): B[j floordiv T, k, j mod T] of a (ceil(N/T), K, T) buffer;
+    else None."""
+    for op in blk.body.walk():
+        if not isinstance(op, mem.LoadOp) or len(op.indices) != 3:
+            continue
+        q, r = op.indices[0], op.indices[2]
+        if (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and q.owner.lhs is j_var
+                and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp) and r.owner.lhs is j_var):
+            t = const_index(q.owner.rhs)
+            if (t is not None and t > 0 and const_index(r.owner.rhs) == t
+                    and op.memref.type.get_shape()[2] == t):  # type: ignore[union-attr]
+                return op, t
+    return None
+
+
+def _read_panels(kernel: func.FuncOp, bname: str, depth: int, P: int, buf: SSAValue) -> None:
+    """The tile reads B's panel in place from `buf`, B packed in panels of P columns ((ceil(N/P),
+    K, P), the last one padded): B[k, j] at buf[lo / P, k, j - lo], lo the panel's first column,
+    computed at the start of the panel loop (the block's loops[depth]) where a per-call pack
+    would copy the panel (cache_read's form: the column index is the tile's j1*W + j2, a vector)."""
+    from minimlir.passes.loop.schedule.api import ScheduleError
+
+    s = Schedule(kernel)
+    blk = s.get_block(bname)
+    loops = s.get_loops(blk)
+    j_var = blk.body.block.args[-2]
+    found = _packed_b(blk, j_var)
+    form = affine_of(blk.bindings[len(blk.bindings) - 2])
+    if found is None or form is None or depth >= len(loops):
+        raise ScheduleError("packed B: the column is not affine in the loops", blk)
+    inner = loops[depth + 1:]
+    ivs = {lp.induction_var for lp in inner}
+    lo = AffineForm({v: c for v, c in form.coeffs.items() if v not in ivs}, form.const)
+    span = sum(form.coeff(lp.induction_var) * (_max_trip(lp, P + 1) - 1) for lp in inner)
+    if lo.const % P or any(c % P for c in lo.coeffs.values()) or not 0 <= span < P:
+        raise ScheduleError(f"packed B: the panel loop does not step by whole panels of {P}", blk)
+    ip = InsertPoint.at_start(loops[depth].body.block)
+    lo_v = materialize_form(lo, kernel, ip)
+    panel = materialize_form(AffineForm({v: c // P for v, c in lo.coeffs.items()}, lo.const // P), kernel, ip)
+    ld = found[0]
+    lip = InsertPoint.before(ld)
+    new = mem.LoadOp(buf, [panel, ld.indices[1], emit(arith.SubiOp(j_var, lo_v), lip)], ld.result.type)
+    Rewriter.insert_op(new, lip)
+    ld.result.replace_all_uses_with(new.result)
+    ld.detach()
+    ld.erase()
+
+
+def _max_trip(lp: loop.ForOp, unknown: int) -> int:
+    """A constant bound on the trip count of a loop from 0: its upper bound, or the constant
+    operand of a guard min(c, …) (a split's ragged tile loop); else `unknown`."""
+    ub = lp.ub
+    c = const_index(ub)
+    if c is not None:
+        return c
+    if isinstance(ub, OpResult) and isinstance(ub.owner, arith.MinSIOp):
+        cs = [const_index(o) for o in ub.owner.operands]
+        cs = [x for x in cs if x is not None]
+        if cs:
+            return min(cs)
+    return unknown
+
+
+def _repack_b(kernel: func.FuncOp, bname: str, ld: mem.LoadOp, T: int, P: int, n_ext: int | None) -> SSAValue:
+    """A per-call copy of B, pre-packed in panels of T columns, in panels of P (a tuned tile's
+    nv*W), built in front of the matmul's loops and freed at the kernel's end: R[p, k, c] =
+    B[k, min(p*P + c, N-1)] (the last panel's columns past N repeat column N-1: lanes nothing
+    stores)."""
+    from minimlir.passes.loop.schedule.api import ScheduleError
+    from minimlir.passes.loop.schedule.default.conv2d import _local_buffer, _nest
+
+    if n_ext is None:
+        raise ScheduleError("packed B: a dynamic N", ld)
+    s = Schedule(kernel)
+    top = s.get_loops(s.get_block(bname))[0]
+    _, k_ext, _ = ld.memref.type.get_shape()  # type: ignore[union-attr]
+    ip = InsertPoint.before(top)
+    frees: list = []
+    shape = [iconst(kernel, -(-n_ext // P)), iconst(kernel, k_ext), iconst(kernel, P)]
+    buf = _local_buffer(ld.result.type, shape, ip, frees)
+    p_top, (p0, pk, p1), bip = _nest(kernel, ip, shape, f"{bname}_repack_b")
+    p_top.location = ld.location
+    col = emit(arith.MinSIOp(emit(arith.AddiOp(emit(arith.MuliOp(p0, iconst(kernel, P)), bip), p1), bip),
+                             iconst(kernel, n_ext - 1)), bip)
+    t = iconst(kernel, T)
+    src = [emit(arith.FloorDivSIOp(col, t), bip), pk, emit(arith.RemSIOp(col, t), bip)]
+    Rewriter.insert_op(mem.StoreOp(emit(mem.LoadOp(ld.memref, src, ld.result.type), bip), buf, [p0, pk, p1]), bip)
+    Rewriter.insert_op(mem.DeallocOp(buf), InsertPoint.before(kernel.body.block.last_op))
+    return buf
+
+
+def matmul_weight_panel(m: int, k_ext: int, n: int, cfg: ScheduleConfig) -> int:
+    """The column panel nv*W in which schedule_matmul packs B by default for a static M x K x N
+    matmul (a 2-D B, no batch of B), or 0 when it does not pack B (a small M, a short K): the
+    panel graph-pack-weights packs a weight B in once, at load time."""
+    kn = cfg.matmul
+    w = cfg.width
+    while w >= 4 and n < w:  # (fit_width: C's and B's last dim is N)
+        w //= 2
+    if w < 4:
+        return 0
+    mr, nv, W, _, small, _ = _tile_plan(kn, cfg, w, m, n, k_ext)
+    short_k = not small and k_ext <= 2 * W
+    pack = kn.pack_b if kn.pack_b is not None else (m >= 4 * mr and not short_k)
+    return nv * W if pack and not small and n >= nv * W else 0
+
+
+def _tile_plan(k, cfg: ScheduleConfig, W: int, m_ext: int | None, n_ext: int | None,
+               k_ext: int | None) -> tuple[int, int, int, int, bool, bool]:
+    """The register tile (mr x nv vectors of W lanes), the reduction tile kc and whether the
+    matmul is small (M up to a tile: one row block) or takes the wide tile, for the extents and
+    the vector width that fits its buffers; schedule_matmul's heuristic, shared with
+    matmul_weight_panel."""
+    mr, nv = register_tile(k, cfg.vector_registers)
+    # a wide B (K and M long, N at least 8 vectors: BERT's and ViT's projections and MLPs): with 32
+    # registers and N a multiple of 4 vectors a 6 x 4-vector tile, 4 B vectors per 24 FMAs rather
+    # than 2 per 16 (8 x 2); with 16 registers a 4 x 3 tile, 7 loads per 12 FMAs rather than 8 (6 x 2),
+    # where its rows waste no more than 6 x 2's (M = 128: 32 tiles of 4 against 22 of 6, the last
+    # clamped; a ragged last column panel is split off). Zen 1, one thread: 128 x 512 x 2048
+    # 6.74 -> 6.33 ms, 128 x 2048 x 512 6.67 -> 6.44 (onnxruntime 6.18); M = 197 stays 6 x 2 (equal)
+    wmr, wnv = wide_tile(cfg.vector_registers)
+    wide_ok = (not k.mr and not k.nv and None not in (m_ext, n_ext, k_ext) and wmr > 0
+               and n_ext >= 8 * W and k_ext >= 256 and m_ext >= 128
+               and (n_ext % (wnv * W) == 0 if cfg.vector_registers >= 32
+                    else n_ext % W == 0 and -(-m_ext // wmr) * wmr <= -(-m_ext // mr) * mr))
+    fact("matmul.wide_ok", wide_ok)
+    wide = wide_ok and choose("matmul.wide_tile", True)
+    if wide:
+        mr, nv = wmr, wnv
+    kc = k.tile_k()  # (the row blocks are sized for it; the reduction tile is widened below)
+    small = m_ext is not None and m_ext <= min(mr, k.small_m)
+    if small:
+        mr, nv, kc = m_ext, max(1, k.small_nv), max(1, k.small_kc)
+        if n_ext is not None and n_ext % W:
+            # a guarded vector loop keeps the accumulator in memory: narrower vectors that
+            # divide N, more of them (about small_nv*W floats per row of B either way)
+            w2 = W // 2
+            while w2 >= 4 and n_ext % w2:
+                w2 //= 2
+            if w2 >= 4:
+                nv = _largest_divisor(n_ext // w2, nv * W // w2)
+                W = w2
+    elif m_ext is not None and m_ext % mr:
+        # the last row tile is clamped (_clamp_rows: it recomputes row M-1); a smaller tile
+        # may waste fewer rows: the mr' in (mr/2, mr] with the least ceil(M/mr') * (mr' + 1),
+        # the +1 for the B vectors each tile loads per k (M = 128: 6, not 4; M = 7: 4); on a
+        # tie the one wasting fewer rows (M = 63 of 8: 7), then the larger
+        mr = min(range(mr, mr // 2, -1), key=lambda r: ((-(-m_ext // r)) * (r + 1), -(-m_ext // r) * r - m_ext))
+    if n_ext is not None and n_ext % W == 0 and (n_ext // W) % nv and not wide:
+        nv = _largest_divisor(n_ext // W, nv)
+    return mr, nv, W, kc, small, wide
 
 
 def wide_tile(registers: int) -> tuple[int, int]:
@@ -368,7 +507,8 @@ def _tile_blocks(s: Schedule, kernel: func.FuncOp, bname: str, what: str) -> tup
 COLS = "_cols"  # suffix of the blocks of the last, ragged column panel (_split_ragged_cols)
 
 
-def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: int | None) -> list[str]:
+def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: int | None,
+                       padded: set = frozenset()) -> list[str]:
     """A static N that the column panel nv*W does not divide (ViT's 197 attention columns): every
     panel's tile loops were guarded (`for j1 < min(nv, …)`, `for j2 < min(W, …)`), so the
     accumulator tile had run-time extents and lived in memory (the QK^T matmul ran at 8 GFLOP/s).
@@ -412,11 +552,12 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
         j1.operands = [j1.lb, iconst(kernel, nv), j1.step]
         j2.operands = [j2.lb, iconst(kernel, W), j2.step]
     if rest.kind.data != "parallel":
-        _exact_ragged_tile(kernel, s.get_block(bname + COLS), nv, W, n_ext % T)
+        _exact_ragged_tile(kernel, s.get_block(bname + COLS), nv, W, n_ext % T, padded)
     return [f"{n}{COLS}" for n in names]
 
 
-def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int, rag: int) -> None:
+def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int, rag: int,
+                       padded: set = frozenset()) -> None:
     """The ragged panel's tile computes whole vectors: ceil(rag / W) of them, W lanes each, with
     constant extents, so its k loop runs vector FMAs on an accumulator at constant offsets (which
     LLVM keeps in registers) instead of a scalar FMA per column with the accumulator in memory
@@ -424,7 +565,8 @@ def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int,
     past N compute garbage that nothing stores: acc_out, still guarded, writes only the N columns.
     Only when every column-indexed access of the tile is of a local buffer (B's packed panel, whose
     other columns hold an earlier panel's values of this iteration: the ragged panel follows a
-    full one in the same, serial, panel loop); otherwise the guards stay."""
+    full one in the same, serial, panel loop) or loads of a `padded` one (a pre-packed B, whose
+    last panel is whole); otherwise the guards stay."""
     col = tile.body.block.args[-2]
     inside = set(tile.body.walk())
 
@@ -438,7 +580,8 @@ def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int,
 
     for op in tile.body.walk():
         if isinstance(op, mem.LoadOp | mem.StoreOp) and any(depends(i) for i in op.indices):
-            if not isinstance(op.memref.owner, mem.AllocaOp):
+            if not (isinstance(op.memref.owner, mem.AllocaOp)
+                    or (isinstance(op, mem.LoadOp) and op.memref in padded)):
                 return
     s = Schedule(kernel)
     j1, j2 = s.get_loops(tile)[-2:]
