@@ -406,8 +406,8 @@ def _config_for(width: int):
 @dataclass(frozen=True)
 class GraphPackWeightsPass(ModulePass):
     """Conv weights that are params get the conv kernel's packed layout (OIHW{T}o), matmul weights
-    the matmul rule's column panels, as graph ops graph-lift-params runs once at load time. `width`: the vector width in f32 lanes (0: the
-    target's, as loop-schedule's)."""
+    the matmul rule's column panels, as graph ops graph-lift-params runs once at load time.
+    `width`: the vector width in f32 lanes (0: the target's, as loop-schedule's)."""
 
     name = "graph-pack-weights"
 

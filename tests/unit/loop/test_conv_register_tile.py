@@ -46,6 +46,14 @@ def test_thin_column_tile_halves_the_channels():
     assert (rw, nv) == (7, 1)
 
 
+@pytest.mark.parametrize("hw,tile", [(13, (5, 2)), (27, (4, 2))])
+def test_pointwise_conv_keeps_two_vectors_under_a_thin_column_tile(hw, tile):
+    # a 1x1 conv on OW = 13 (27) under 16 registers: 5 (4) clamped columns x 2 vectors, not 13
+    # (9) x 1, a broadcast per FMA (SqueezeNet's 13x13 512 -> 1024 pointwise pair: 7.7 against
+    # 9.0 ms at one thread); a 3x3 one still halves its channels (above)
+    assert _tile(_conv(64, 64, hw, 1), D.ScheduleConfig(width=8)) == tile
+
+
 def test_wide_registers_keep_the_eight_column_tile():
     rw, nv = _tile(_conv(32, 64, 56, 3), D.ScheduleConfig(width=16))  # AVX-512: 32 registers
     assert (rw, nv) == (8, 2)

@@ -630,11 +630,15 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # (rmax/2, rmax] that computes the fewest columns, the last one clamped
         # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
         rw = min(range(rmax, rmax // 2, -1), key=lambda r: -(-ow_ext // r) * r)
-        if nv % 2 == 0 and rmax < c.rw:
+        if nv % 2 == 0 and rmax < c.rw and taps != 1:
             half = nv // 2
             # where the registers cap the columns: half the channels in whole columns, if that
             # keeps more accumulators busy per computed column (16 registers: OW = 14, 7 x 1
-            # vectors rather than 3 clamped x 2; with 32 the clamped tiles stay, OW = 17: 3 x 6)
+            # vectors rather than 3 clamped x 2; with 32 the clamped tiles stay, OW = 17: 3 x 6).
+            # Not for a 1x1 conv, whose tile is wider (its one tap leaves more registers): one
+            # vector loads a broadcast per FMA, and its clamped tile wastes less (SqueezeNet's
+            # 13x13 512 -> 1024 pointwise pair at one thread: 5 clamped x 2 vectors 7.03 ms, 13 x
+            # 1 8.19; ResNet-50's OW = 7 and 14 were 4 x 2 and 5 x 2 already)
             d = max(d for d in range(1, ow_ext + 1) if ow_ext % d == 0 and fits(d, half))
             if d * half * -(-ow_ext // rw) * rw > rw * nv * ow_ext:
                 rw, nv = d, half
