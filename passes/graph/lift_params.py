@@ -85,6 +85,22 @@ def weight_only(v: SSAValue) -> bool:
     return memo[v] is True
 
 
+def reads_param(v: SSAValue) -> bool:
+    """`v` is, or is computed from, a graph.param: what a pass that moves weight-only work here
+    checks, since a computation of constants alone is not lifted."""
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if isinstance(u.owner, graph.ParamOp):
+            return True
+        if isinstance(u.owner, Operation):
+            stack.extend(u.owner.operands)
+    return False
+
+
 def is_params_function(f: func.FuncOp) -> bool:
     return PARAMS_OF in f.attributes
 

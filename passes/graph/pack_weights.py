@@ -50,7 +50,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from minimlir.dialects import graph
-from minimlir.passes.graph.lift_params import weight_only
+from minimlir.passes.graph.lift_params import reads_param, weight_only
 from minimlir.passes.mem.concat_in_place import in_place as concat_in_place
 
 
@@ -340,21 +340,6 @@ def _pad_channels(op: graph.Conv2dOp, cfg) -> graph.Conv2dOp:
     return conv
 
 
-def _reads_param(v) -> bool:
-    """`v` is, or is computed from, a graph.param (a computation of constants only is not lifted)."""
-    stack, seen = [v], set()
-    while stack:
-        u = stack.pop()
-        if u in seen:
-            continue
-        seen.add(u)
-        if isinstance(u.owner, graph.ParamOp):
-            return True
-        if hasattr(u.owner, "operands"):
-            stack.extend(u.owner.operands)
-    return False
-
-
 def _pack_matmul(op: graph.MatMulOp, cfg) -> None:
     """A matmul's weight B (K, N) in the column panels the matmul rule streams (`weight_tile`):
     onnxruntime pre-packs a constant GEMM B at session creation (MlasGemmPackB); the rule
@@ -370,7 +355,7 @@ def _pack_matmul(op: graph.MatMulOp, cfg) -> None:
     if (len(sb) != 2 or len(sa) < 2 or min(sb) < 0 or sa[-2] < 0 or sa[-1] < 0
             or b.get_element_type() != a.get_element_type() or "f32" != str(b.get_element_type())):
         return
-    if not weight_only(op.rhs) or not _reads_param(op.rhs):
+    if not weight_only(op.rhs) or not reads_param(op.rhs):
         return
     (k, n), m = sb, sa[-2]
     tile = matmul_weight_panel(m, k, n, cfg)

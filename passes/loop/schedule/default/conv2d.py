@@ -109,11 +109,11 @@ def conv_weight_tile(co: int, cfg: ScheduleConfig) -> int:
     return nv * w
 
 
-def div_mod(ld: mem.LoadOp, q_dim: int, r_dim: int) -> tuple[SSAValue, int] | None:
-    """(c, T) when `ld`'s index q_dim is c floordiv T and r_dim is c mod T (T a positive constant),
-    the split of one channel c into blocks of T: a pre-packed weight's output channel, a blocked
-    input's channel; else None."""
-    if len(ld.indices) != 5:
+def div_mod(ld: mem.LoadOp, q_dim: int, r_dim: int, rank: int = 5) -> tuple[SSAValue, int] | None:
+    """(c, T) when `ld` has `rank` indices, its index q_dim c floordiv T and r_dim c mod T (T a
+    positive constant): the split of one channel c into blocks of T (a pre-packed weight's output
+    channel, a blocked input's channel; a pre-packed matmul B's column, rank 3); else None."""
+    if len(ld.indices) != rank:
         return None
     q, r = ld.indices[q_dim], ld.indices[r_dim]
     if not (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp)

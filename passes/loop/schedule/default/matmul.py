@@ -39,7 +39,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
 from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
 from minimlir.passes.loop.schedule.ir import materialize_form
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
-from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor
+from minimlir.passes.loop.schedule.default.conv2d import _largest_divisor, div_mod
 from minimlir.passes.loop.schedule.default.threshold import trip_count
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
 
@@ -81,7 +81,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     # row block cost as much as the product), and row blocks of SHORT_K_ROWS rows write that many
     # rows of C at a time, not all M panel by panel (nor as one whole-M block): 64 x 3025 x 16
     # 0.155 -> 0.096 ms at one thread, 0.141 -> 0.082 at two; 128 x 729 x 32 at two 0.101 -> 0.071
-    short_k = not small and k_ext is not None and k_ext <= 2 * W and m_ext is not None
+    short_k = _short_k(small, m_ext, k_ext, W)
     fact("matmul.short_k_ok", short_k)
     short_k = short_k and choose("matmul.short_k", True)
     # a static M of at most WHOLE_M_ROWS rows and no batch: one row block of all M rows, the
@@ -95,8 +95,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     fact("matmul.whole_m_ok", whole_ok)
     whole_m = whole_ok and choose("matmul.whole_m", n_ext is not None and n_ext % (nv * W) == 0
                                   and (n_ext // (nv * W)) % cores() == 0 and not short_k)
-    pack_default = packed is not None or (k.pack_b if k.pack_b is not None else
-                                          (m_ext is not None and m_ext >= 4 * mr and not short_k))
+    pack_default = packed is not None or _packs_b(k, m_ext, mr, short_k)
     # (small M: one row block)
     mc = mr if small else max(mr, (row_block_rows(k, kc, pack_default, m_ext, short_k) // mr) * mr)
     if not whole_m and not small and m_ext is not None and m_ext > mc:
@@ -295,14 +294,9 @@ def _packed_b(blk: loop.BlockOp, j_var: SSAValue) -> tuple[mem.LoadOp, int] | No
     (graph.matmul's weight_tile): B[j floordiv T, k, j mod T] of a (ceil(N/T), K, T) buffer;
     else None."""
     for op in blk.body.walk():
-        if not isinstance(op, mem.LoadOp) or len(op.indices) != 3:
-            continue
-        q, r = op.indices[0], op.indices[2]
-        if (isinstance(q, OpResult) and isinstance(q.owner, arith.FloorDivSIOp) and q.owner.lhs is j_var
-                and isinstance(r, OpResult) and isinstance(r.owner, arith.RemSIOp) and r.owner.lhs is j_var):
-            t = const_index(q.owner.rhs)
-            if (t is not None and t > 0 and const_index(r.owner.rhs) == t
-                    and op.memref.type.get_shape()[2] == t):  # type: ignore[union-attr]
+        if isinstance(op, mem.LoadOp) and (split := div_mod(op, 0, 2, rank=3)) is not None:
+            col, t = split
+            if col is j_var and op.memref.type.get_shape()[2] == t:  # type: ignore[union-attr]
                 return op, t
     return None
 
@@ -394,9 +388,19 @@ def matmul_weight_panel(m: int, k_ext: int, n: int, cfg: ScheduleConfig) -> int:
     if w < 4:
         return 0
     mr, nv, W, _, small, _ = _tile_plan(kn, cfg, w, m, n, k_ext)
-    short_k = not small and k_ext <= 2 * W
-    pack = kn.pack_b if kn.pack_b is not None else (m >= 4 * mr and not short_k)
+    pack = _packs_b(kn, m, mr, _short_k(small, m, k_ext, W))
     return nv * W if pack and not small and n >= nv * W else 0
+
+
+def _short_k(small: bool, m_ext: int | None, k_ext: int | None, W: int) -> bool:
+    """A short reduction (K up to two vectors, M static; see schedule_matmul)."""
+    return not small and k_ext is not None and k_ext <= 2 * W and m_ext is not None
+
+
+def _packs_b(k, m_ext: int | None, mr: int, short_k: bool) -> bool:
+    """Whether the rule packs B's panels by default (schedule_matmul, matmul_weight_panel): the
+    config's pack_b when set, else a static M of at least four register tiles and a K not short."""
+    return k.pack_b if k.pack_b is not None else (m_ext is not None and m_ext >= 4 * mr and not short_k)
 
 
 def _tile_plan(k, cfg: ScheduleConfig, W: int, m_ext: int | None, n_ext: int | None,
