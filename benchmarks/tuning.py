@@ -10,7 +10,8 @@
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
    default and best are measured again, alternating, three rounds (the minimum of each), so the
    ratio is not the search's luckiest sample: per-task speedup and the geometric mean.
-2. Overhead per trial: (tuning wall time - time spent inside the timed loops) / trials; the same
+2. Overhead per trial: (tuning wall time - time spent inside the timed loops, the search's and the
+   confirmation's) / trials; the same
    for the trial loop alone (without task extraction, process start-up before it and the report);
    and in CPU core-seconds of all processes outside the timed loops (what a busy shared machine
    does not distort); with the mean build time per candidate (in `--build-jobs` parallel workers)
@@ -115,7 +116,7 @@ def kernels(args, work: Path, out: dict) -> Path:
                                                       workdir=str(work / "w")), tasks=[t])
         wall, cpu = time.time() - t0, cpu_seconds() - cpu0
         recs = [r for r in Database(db).measurements(t.key) if r["run"] == res.run]
-        timed = timed_seconds(recs)
+        timed = res.timings.get("timed", timed_seconds(recs))  # every timed loop, the confirmation's too
         overheads.append((wall - timed) / max(1, len(recs)))
         loop_overheads.append((res.timings["loop"] - timed) / max(1, len(recs)))
         cpu_overheads.append((cpu - res.timings["timed_cpu"]) / max(1, len(recs)))

@@ -17,10 +17,13 @@ value the rule treats like another, a knob of a rule part this kernel lacks) mak
 the worker keys the object by the printed scheduled nest and lowers and compiles each nest once.
 A scoring job (`scored`, `features`) stops after the schedule; it returns the vector and that
 key, so the search can skip a candidate whose code was measured already (LocalExecutor.unique).
+The worker keeps the nests it scheduled for scoring (the last MAX_SCHEDULED): the executor sends
+the build of a scored candidate to the worker that scored it, which starts at the lowering.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import time
@@ -35,12 +38,14 @@ REST_PIPELINE = "mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-t
 MAX_TASKS = 64      # parsed tasks a worker keeps (least recently used goes)
 MAX_FEATURES = 4096  # remembered feature vectors per worker
 MAX_OBJECTS = 256    # remembered object codes per worker (by scheduled loop nest)
+MAX_SCHEDULED = 32   # scheduled nests kept from scoring for the build that may follow
 
 _tasks: OrderedDict[str, tuple[Task, Any, dict]] = OrderedDict()
 _features: OrderedDict[str, list[float]] = OrderedDict()
 _objects: OrderedDict[str, tuple[bytes, list[str]]] = OrderedDict()
+_scheduled_nests: OrderedDict[str, tuple[Any, Any, list[float], str]] = OrderedDict()
 _tm = None
-stats = {"parses": 0, "builds": 0, "object_hits": 0, "feature_jobs": 0, "feature_hits": 0}
+stats = {"parses": 0, "builds": 0, "object_hits": 0, "feature_jobs": 0, "feature_hits": 0, "schedule_hits": 0}
 """What this worker did (for tests and profiling)."""
 
 
@@ -70,6 +75,10 @@ def _prepared(task_json: dict) -> tuple[Task, Any, dict]:
     _tasks[tid] = entry
     while len(_tasks) > MAX_TASKS:
         _tasks.popitem(last=False)
+    # the imports and the parsed task stay for the worker's life: out of the cyclic collector's
+    # way, so its full collections scan a candidate's objects only, not everything loaded
+    gc.collect()
+    gc.freeze()
     return entry
 
 
@@ -112,12 +121,21 @@ def code_key(task_json: dict, module, width: int) -> str:
 
 def scored(task_json: dict, assignment: dict | None) -> tuple[list[float] | None, str | None]:
     """For scoring: (feature vector, code key), or (None, None) if the candidate cannot be scheduled."""
+    from minimlir.compiler.pass_manager import fewer_gc_passes
+
     stats["feature_jobs"] += 1
     try:
-        module, schedule, feats = _scheduled(task_json, assignment)
-        return feats, code_key(task_json, module, schedule.config().width)
+        with fewer_gc_passes():
+            module, schedule, feats = _scheduled(task_json, assignment)
+            ck = code_key(task_json, module, schedule.config().width)
     except Exception:  # noqa: BLE001 - an unschedulable candidate scores nothing
         return None, None
+    # the search builds the best scored candidates next, on this worker (LocalExecutor._placement):
+    # their scheduled nests are kept, so the build starts at the lowering
+    _scheduled_nests[_fkey(task_json, assignment)] = (module, schedule, feats, ck)
+    while len(_scheduled_nests) > MAX_SCHEDULED:
+        _scheduled_nests.popitem(last=False)
+    return feats, ck
 
 
 def features(task_json: dict, assignment: dict | None) -> list[float] | None:
@@ -161,37 +179,51 @@ def codegen(module) -> tuple[bytes, list[str]]:
 
 def build(task_json: dict, assignment: dict | None) -> dict:
     """Compile one candidate to object code; any failure is a BUILD_ERROR result, not an exception."""
-    from minimlir.tuning.measure import BUILD_ERROR, OK
+    from minimlir.compiler.pass_manager import fewer_gc_passes
+    from minimlir.tuning.measure import BUILD_ERROR
 
     t0 = time.perf_counter()
     try:
-        from minimlir.frontend.api import lower
-        from minimlir.passes.loop.schedule import lower_scheduled
-
-        _, _, metadata = _prepared(task_json)
-        module, schedule, feats = _scheduled(task_json, assignment)
-        width = schedule.config().width
-        ck = code_key(task_json, module, width)
-        hit = _objects.get(ck)
-        if hit is not None:  # another assignment scheduled to the same loop nest: the same code
-            _objects.move_to_end(ck)
-            stats["object_hits"] += 1
-            obj, externals = hit
-        else:
-            lower_scheduled(module, width)
-            # no final verification: the IR comes from the same passes as the default's, and every
-            # candidate's output is checked against the default's when it first runs (WRONG_RESULT)
-            lower(module, REST_PIPELINE, name=f"<candidate {task_json['name']}>", verify=False)
-            obj, externals = codegen(module)
-            _objects[ck] = (obj, externals)
-            while len(_objects) > MAX_OBJECTS:
-                _objects.popitem(last=False)
-        stats["builds"] += 1
-        return {"error": OK, "seconds": time.perf_counter() - t0, "features": feats, "object": obj,
-                "metadata": metadata, "externals": externals, "code_key": ck}
+        with fewer_gc_passes():  # as the compile pipeline runs its passes (the schedule too here)
+            out = _build(task_json, assignment)
     except Exception as e:  # noqa: BLE001 - any failure is a BUILD_ERROR result
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return {"error": BUILD_ERROR, "seconds": time.perf_counter() - t0, "message": f"{type(e).__name__}: {first}"}
+    return dict(out, seconds=time.perf_counter() - t0)
+
+
+def _build(task_json: dict, assignment: dict | None) -> dict:
+    from minimlir.frontend.api import lower
+    from minimlir.passes.loop.schedule import lower_scheduled
+    from minimlir.tuning.measure import OK
+
+    _, _, metadata = _prepared(task_json)
+    kept = _scheduled_nests.pop(_fkey(task_json, assignment), None)
+    if kept is not None:  # scheduled for scoring on this worker
+        stats["schedule_hits"] += 1
+        module, schedule, feats, ck = kept
+        width = schedule.config().width
+    else:
+        module, schedule, feats = _scheduled(task_json, assignment)
+        width = schedule.config().width
+        ck = code_key(task_json, module, width)
+    hit = _objects.get(ck)
+    if hit is not None:  # another assignment scheduled to the same loop nest: the same code
+        _objects.move_to_end(ck)
+        stats["object_hits"] += 1
+        obj, externals = hit
+    else:
+        lower_scheduled(module, width)
+        # no final verification: the IR comes from the same passes as the default's, and every
+        # candidate's output is checked against the default's when it first runs (WRONG_RESULT)
+        lower(module, REST_PIPELINE, name=f"<candidate {task_json['name']}>", verify=False)
+        obj, externals = codegen(module)
+        _objects[ck] = (obj, externals)
+        while len(_objects) > MAX_OBJECTS:
+            _objects.popitem(last=False)
+    stats["builds"] += 1
+    return {"error": OK, "features": feats, "object": obj, "metadata": metadata, "externals": externals,
+            "code_key": ck}
 
 
 def worker_stats() -> dict:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime
 import fcntl
+import functools
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -49,7 +50,9 @@ class DatabaseError(Exception):
     """A database file that cannot be read (the message names file:line)."""
 
 
+@functools.cache
 def compiler_version() -> str:
+    """The versions a record was measured with (package metadata: looked up once per process)."""
     from importlib.metadata import PackageNotFoundError, version
 
     def v(p):

@@ -201,28 +201,63 @@ class LocalExecutor:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config = config or MeasureConfig()
         self.jobs = self.config.build_jobs or max(1, cpu_count())
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.jobs  # one process each
+        self._next_worker = 0
+        self.scored_on: dict[tuple[str, str], int] = {}  # (task key, assignment) -> worker that scored it
         self._server: MeasureServer | None = None
         self.fingerprint = cpu_fingerprint()
         self.references: dict[str, list[np.ndarray]] = {}
         self.servers_started = 0
         self.timed_cpu = 0.0  # CPU seconds the measuring processes spent inside timed loops
+        self.timed_seconds = 0.0  # wall seconds inside those loops (the measured run time)
         self.code_keys: dict[tuple[str, str], str] = {}  # (task key, assignment) -> code key (tuning/builder.py)
         self.measured_codes: dict[str, set[str]] = {}  # task key -> code keys measured
 
     # -- pools
-    def pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_ignore_sigint)
-        return self._pool
+    def pool(self, worker: int = 0) -> ProcessPoolExecutor:
+        """Build worker `worker` (a one-process pool: a job goes to the worker that holds what it
+        needs, the candidate that worker scheduled for scoring)."""
+        p = self._pools[worker]
+        if p is None:
+            p = self._pools[worker] = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+        return p
 
     def _kill_pool(self) -> None:
-        if self._pool is not None:
-            for p in list(getattr(self._pool, "_processes", {}).values()):
-                p.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        for i, p in enumerate(self._pools):
+            if p is not None:
+                for proc in list(getattr(p, "_processes", {}).values()):
+                    proc.kill()
+                p.shutdown(wait=False, cancel_futures=True)
+                self._pools[i] = None
+
+    def _submit(self, jobs: list[tuple[int, Any, tuple]]) -> list:
+        """Submit (worker, fn, args) jobs; a broken pool (a worker died) is replaced, once."""
+        try:
+            return [self.pool(w).submit(fn, *args) for w, fn, args in jobs]
+        except Exception:  # noqa: BLE001
+            self._kill_pool()
+            return [self.pool(w).submit(fn, *args) for w, fn, args in jobs]
+
+    def _placement(self, task: Task, assignments: list[dict]) -> list[int]:
+        """A worker per build: the one that scored the candidate (it kept the scheduled nest) while
+        that keeps the workers even (at most ceil(n / jobs) each), the least busy one otherwise."""
+        cap = -(-len(assignments) // self.jobs)
+        load = [0] * self.jobs
+        out: list[int | None] = []
+        for a in assignments:
+            w = self.scored_on.get((task.key, _akey(a)))
+            if w is not None and w < self.jobs and load[w] < cap:
+                load[w] += 1
+                out.append(w)
+            else:
+                out.append(None)
+        for i, w in enumerate(out):
+            if w is None:
+                w = min(range(self.jobs), key=lambda k: load[k])
+                load[w] += 1
+                out[i] = w
+        return [int(w) for w in out]  # type: ignore[arg-type]
 
     def server(self) -> MeasureServer:
         if self._server is None or not self._server.alive:
@@ -239,12 +274,13 @@ class LocalExecutor:
     def close(self, wait: bool = True) -> None:
         """Stop the workers and the measuring process; `wait=False` (Ctrl-C): kill them, the builds
         and the run in flight are dropped anyway."""
-        if self._pool is not None:
-            if wait:
-                self._pool.shutdown(wait=True, cancel_futures=True)
-                self._pool = None
-            else:
-                self._kill_pool()
+        if wait:
+            for i, p in enumerate(self._pools):
+                if p is not None:
+                    p.shutdown(wait=True, cancel_futures=True)
+                    self._pools[i] = None
+        else:
+            self._kill_pool()
         if self._server is not None:
             if wait:
                 self._server.close()
@@ -257,19 +293,18 @@ class LocalExecutor:
         from minimlir.tuning import builder
 
         tj = task.to_json()
-        try:
-            futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
-        except Exception:  # noqa: BLE001 - a broken pool (a worker died): a fresh one
-            self._kill_pool()
-            futs = [self.pool().submit(builder.scored, tj, a) for a in assignments]
+        workers = [(self._next_worker + i) % self.jobs for i in range(len(assignments))]
+        self._next_worker = (self._next_worker + len(assignments)) % self.jobs
+        futs = self._submit([(w, builder.scored, (tj, a)) for w, a in zip(workers, assignments)])
         out = []
-        for a, f in zip(assignments, futs):
+        for a, w, f in zip(assignments, workers, futs):
             try:
                 feats, ck = f.result(timeout=self.config.build_timeout)
             except Exception:  # noqa: BLE001
                 feats, ck = None, None
             if ck is not None:
                 self.code_keys[(task.key, _akey(a))] = ck
+                self.scored_on[(task.key, _akey(a))] = w
             out.append(feats)
         return out
 
@@ -290,11 +325,8 @@ class LocalExecutor:
     # -- measuring
     def build(self, task: Task, assignments: list[dict]) -> list[dict]:
         tj = task.to_json()
-        try:
-            futs = [self.pool().submit(build_candidate, tj, a) for a in assignments]
-        except Exception:  # noqa: BLE001 - a broken pool (a worker died): a fresh one
-            self._kill_pool()
-            futs = [self.pool().submit(build_candidate, tj, a) for a in assignments]
+        futs = self._submit([(w, build_candidate, (tj, a))
+                             for w, a in zip(self._placement(task, assignments), assignments)])
         out: list[dict] = []
         start = time.perf_counter()
         broken = False
@@ -363,8 +395,12 @@ class LocalExecutor:
                     dead[i], times[i] = True, []
                     continue
                 times[i].extend(out["times"])
-                self.timed_cpu += float(out.get("timed_cpu", 0.0))
+                self._count_timed(out)
         return times
+
+    def _count_timed(self, out: dict) -> None:
+        self.timed_cpu += float(out.get("timed_cpu", 0.0))
+        self.timed_seconds += sum(out["times"]) * max(1, int(out.get("number", 1)))
 
     def _run_checked(self, task: Task, r: MeasureResult, out: dict) -> MeasureResult:
         """Check a run's result (`out`) against the reference outputs."""
@@ -373,7 +409,7 @@ class LocalExecutor:
             r.error, r.message = out["error"], out.get("message", "")
             return r
         r.times, r.number = list(out["times"]), int(out.get("number", 0))
-        self.timed_cpu += float(out.get("timed_cpu", 0.0))
+        self._count_timed(out)
         if out.get("cpu"):
             r.cpu, r.node = out["cpu"], out["cpu"].get("node", r.node)
         got = [np.asarray(g) for g in out["outputs"]]

@@ -67,6 +67,30 @@ def test_a_worker_parses_each_task_once(task, executor):
     stats = executor.pool().submit(builder.worker_stats).result()
     assert stats["parses"] == 1 and stats["builds"] == 4  # one worker, alive across batches
     assert stats["object_hits"] == 1 and stats["feature_jobs"] == 2
+    assert stats["schedule_hits"] == 1  # the scored candidate's build starts from its scheduled nest
+
+
+def test_a_scored_candidate_is_built_where_it_was_scheduled(task, tmp_path):
+    """With two build workers, each scored candidate's build goes to the worker that scheduled it
+    (and keeps the nest), as long as that keeps the workers even; the code is the same as a build
+    from scratch."""
+    d = dict(task.defaults)
+    ex = M.LocalExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=2, repeats=2, build_jobs=2))
+    try:
+        cands = [dict(d, **{"matmul.kc": kc}) for kc in (8, 16, 32, 64)]
+        ex.features(task, cands)
+        assert sorted(ex._placement(task, cands)) == [0, 0, 1, 1]
+        builds = ex.build(task, cands)
+        hits = [ex.pool(w).submit(builder.worker_stats).result()["schedule_hits"] for w in (0, 1)]
+        assert hits == [2, 2]
+        fresh = ex.build(task, cands)  # nothing kept now: scheduled again
+        assert [b["code_key"] for b in fresh] == [b["code_key"] for b in builds]
+        assert [b["object"] for b in fresh] == [b["object"] for b in builds]
+        # more candidates scored on one worker than an even share: the rest go to the other one
+        ex.scored_on.update({(task.key, M._akey(a)): 0 for a in cands})
+        assert sorted(ex._placement(task, cands)) == [0, 0, 1, 1]
+    finally:
+        ex.close()
 
 
 def test_candidates_with_measured_code_are_not_proposed(task, executor):
