@@ -252,6 +252,53 @@ class NativeFunction:
         fast = self._fast_native(args, out)
         return NOT_PLAIN if fast is None else self._call_entry(*fast)
 
+    def bound(self, *args: Any) -> Callable[[], Any]:
+        """A call of this function on `args` with nothing left to check or marshal: for timing
+        loops (the tuner's measuring process), where the per-call checks and argument marshalling
+        of `__call__` (tens of microseconds) would outweigh a small kernel. Only for a function
+        without results (it writes into caller buffers: a tuning candidate's `main`) whose
+        arguments are all inputs that already are exactly what it takes (dtype, rank, static dims,
+        C-contiguous, consistent named dims), outside checked mode; otherwise the returned call is
+        `self(*args)`, checks and errors included. A failing status raises NativeError as a call
+        does."""
+        native = self._bound_native(args)
+        if native is None:
+            return lambda: self(*args)
+        if self.meta["abi"] == "entry":
+            slots = self._slot_layout[1]()
+            native.append(ctypes.addressof(slots))
+        else:
+            slots = None
+        call = functools.partial(self._cfunc, *native)
+        name = self.name
+
+        def run() -> None:
+            status = call()
+            if status is not None and status != STATUS_OK:
+                raise NativeError(f"{name}() failed with status {status}")
+
+        run.keep = (args, slots, self)  # type: ignore[attr-defined]  # the memory the call uses
+        return run
+
+    def _bound_native(self, args: tuple) -> list[Any] | None:
+        """`bound`'s native arguments, or None where it takes the ordinary call."""
+        if self.results or self.params or self._checked_call() is not None or len(args) != len(self.inputs):
+            return None
+        if self.meta.get("dim_checks") or any(a["kind"] != "memref" for a in self.meta["args"]):
+            return None
+        native: list[Any] = []
+        seen: dict[str, int] = {}
+        for a, arr in zip(self.meta["args"], args):
+            _, dtype, rank, static, named, dynamic = _arg_plan(a)
+            if not _plain(arr, dtype, rank, static):
+                return None
+            for k, n in named:
+                if seen.setdefault(n, arr.shape[k]) != arr.shape[k]:
+                    return None
+            native.append(_data_pointer(arr))
+            native.extend(arr.shape[k] for k in dynamic)
+        return native
+
     def _params_native(self) -> tuple[list[Any], list[np.ndarray]] | None:
         """The params' part of the native arguments, cached while the program's params stay bound
         (a program that rebinds them bumps `params_version`; one without it is never cached)."""

@@ -16,8 +16,9 @@ rejected by `check_assignment` before anything is built; nothing is measured twi
 warm-up); after that the next batch goes to the task whose more trials are expected to cut the
 model's total latency sum(weight x best latency) the most: the gradient mixes the recent slope
 of its best latency (backward, over a window of trials) with an optimistic forward estimate,
-min(-c/t, beta * FLOPs / best speed of a similar task - c), times the task's weight; with
-probability `eps` a random task instead.
+min(-c/t, beta * floor - c), where the floor is the task's FLOPs at the best speed of a similar
+task or its bytes at the best bandwidth of any task, whichever is longer; times the task's weight;
+with probability `eps` a random task instead.
 """
 
 from __future__ import annotations
@@ -229,5 +230,19 @@ class TaskScheduler:
         best_speed = max((o.task.flops / o.best_cost for o in similar), default=0.0)
         forward = -c / max(1, s.trials)
         if best_speed > 0 and s.task.flops > 0:
-            forward = min(forward, self.beta * s.task.flops / best_speed - c)
+            # what it would take at the best speed of its kind, but not less than moving its bytes at
+            # the best bandwidth any task reached (Ansor has the FLOP term only: a kernel of few FLOPs,
+            # a small matmul bound by reading its weight, then looked as if all of its time could go,
+            # however long it had been tuned, and took 496 of 596 trials of a BERT-like encoder)
+            floor = s.task.flops / best_speed
+            measured = [o for o in self.searches if o.best_cost < math.inf]
+            best_bw = max((_bytes(o.task) / o.best_cost for o in measured), default=0.0)
+            if best_bw > 0:
+                floor = max(floor, _bytes(s.task) / best_bw)
+            forward = min(forward, self.beta * floor - c)
         return s.task.weight * (self.alpha * backward + (1 - self.alpha) * forward)
+
+
+def _bytes(task: Task) -> float:
+    """The bytes a kernel must move at least: each of its arguments once."""
+    return float(sum(math.prod(sh) * np.dtype(dt).itemsize for sh, dt in zip(task.shapes, task.dtypes)))

@@ -113,3 +113,49 @@ def test_data_pointer_matches_numpy():
     assert _native._data_pointer(a) == a.ctypes.data
     a.flags.writeable = False
     assert _native._data_pointer(a) == a.ctypes.data
+
+
+DOUBLE = """
+func.func @main(%x: memref<4x3xf32> {graph.name = "x"}, %y: memref<4x3xf32> {graph.name = "y"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  loop.for %i = %c0 to %c4 step %c1 {
+    loop.for %j = %c0 to %c3 step %c1 {
+      %v = mem.load %x[%i, %j] : memref<4x3xf32> -> f32
+      %d = arith.addf %v, %v : f32
+      mem.store %d, %y[%i, %j] : f32, memref<4x3xf32>
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_bound_call_writes_the_callers_buffers_with_nothing_marshalled_per_call(monkeypatch):
+    """`bound` (the tuner's timing loops): the arguments are checked once; each call then runs the
+    native code on the same arrays (their current contents), without the checking path."""
+    fn = compile_mlir_text(DOUBLE, pipeline="convert-to-llvm", cache=False).main
+    x, y = np.arange(12, dtype=np.float32).reshape(4, 3), np.zeros((4, 3), np.float32)
+    call = fn.bound(x, y)
+    monkeypatch.setattr(fn, "_slow_call", lambda *a, **k: pytest.fail("the checking path ran"))
+    monkeypatch.setattr(fn, "_fast_native", lambda *a, **k: pytest.fail("the arguments were checked again"))
+    call()
+    np.testing.assert_array_equal(y, 2 * x)
+    x += 1
+    call()
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_bound_falls_back_to_the_checking_call():
+    """Arrays the fast path does not take (here float64), or a function with results: the bound call
+    is the ordinary call, errors included."""
+    fn = compile_mlir_text(DOUBLE, pipeline="convert-to-llvm", cache=False).main
+    call = fn.bound(np.zeros((4, 3)), np.zeros((4, 3), np.float32))
+    with pytest.raises(ArgumentError):
+        call()
+    prog = compile_mlir_text(SRC, pipeline="convert-to-llvm", cache=False, params={"w": W})
+    x = np.ones((4, 3), np.float32)
+    (y,) = [prog.main.bound(x, x)()]
+    np.testing.assert_array_equal(y, x + W + x)

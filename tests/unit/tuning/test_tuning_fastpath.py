@@ -162,3 +162,20 @@ def test_a_dead_build_worker_gets_a_fresh_pool(task, executor):
     assert r.error == M.OK or (r.error == M.BUILD_ERROR and "build worker failed" in r.message)
     (r,) = executor.measure(task, [dict(d, **{"matmul.kc": 64})])
     assert r.error == M.OK and feats is not None
+
+
+def test_timed_calls_go_straight_to_the_native_code(task, executor, monkeypatch):
+    """The timed loops call the candidate through `bound` (arguments checked once): through the
+    checking call each repeat also timed ~40 us of Python per call, more than a small kernel runs.
+    Only the warm-up takes the ordinary call (it gives the reference outputs)."""
+    from minimlir.runtime._native import NativeFunction
+    from minimlir.tuning import runner
+
+    build = executor.build(task, [dict(task.defaults)])[0]
+    req = executor.request(task, build, save_outputs=True)
+    calls = []
+    orig = NativeFunction.__call__
+    monkeypatch.setattr(NativeFunction, "__call__", lambda self, *a, **k: calls.append(1) or orig(self, *a, **k))
+    out = runner.time_candidate(dict(req, repeats=3, min_repeat_ms=1))
+    assert len(calls) == req["warmup"] and out["number"] >= 1 and len(out["times"]) == 3
+    assert all(t > 0 for t in out["times"]) and len(out["outputs"]) == task.num_outputs
