@@ -272,6 +272,58 @@ def test_split_columns_interpreted_same_as_unscheduled(mkn):
     np.testing.assert_allclose(H.interpret_kernels(mod, None, inputs)[0], want[0], rtol=1e-5, atol=1e-5)
 
 
+DYNAMIC_QK = """
+func.func @main(%q: tensor<2x?x8xf32> {graph.dim_names = ["", "seq", ""]},
+                %k: tensor<2x8x?xf32> {graph.dim_names = ["", "", "seq"]}) -> tensor<2x?x?xf32> {
+  %s = graph.matmul %q, %k : (tensor<2x?x8xf32>, tensor<2x8x?xf32>) -> tensor<2x?x?xf32>
+  func.return %s : tensor<2x?x?xf32>
+}"""
+
+
+def test_dynamic_columns_split_at_run_time_into_exact_panels_and_a_guarded_one():
+    """A dynamic N (a Hugging Face export's attention scores, seq x seq): the panel loop splits at
+    N // (nv*W) computed from C's last dim; the full panels' tile loops have constant extents (the
+    guarded ones kept the accumulator in memory: the QK^T ran 8x slower than at a static length),
+    the copy keeps the guards. Interpreted against the unscheduled kernel for N below, at and
+    between whole panels, the rows ragged too."""
+    from minimlir.dialects import loop
+
+    mod = H.legalize(DYNAMIC_QK)
+    D.schedule_module(mod, D.ScheduleConfig(width=4, matmul=D.MatmulKnobs(mr=3, nv=2, mc=6, kc=4)))
+    names = {b.block_name.data for b in loop.blocks_of(mod)}
+    assert {"matmul_cols", "matmul_acc_in_cols", "matmul_acc_out_cols"} <= names
+    for name in ("matmul", "matmul_acc_in", "matmul_acc_out"):
+        j1, j2 = _tile_loops(mod, name)[-2:]
+        assert (const_index(j1.ub), const_index(j2.ub)) == (2, 4), name
+    assert const_index(_tile_loops(mod, "matmul_cols")[-1].ub) is None
+    lower_scheduled(mod, 4)
+    mod.verify()
+    for n in (1, 5, 8, 9, 16, 19):
+        inputs = [rand(2, n, 8, seed=n), rand(2, 8, n, seed=n + 1)]
+        want = H.interpret_kernels(H.legalize(DYNAMIC_QK), None, inputs)
+        got = H.interpret_kernels(mod, None, inputs)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"N={n}")
+
+
+@needs_native
+def test_dynamic_columns_native():
+    """One compile, seq = 1 ... 131 (both M and N dynamic), and a dynamic N under a static M."""
+    prog = _compile(DYNAMIC_QK)
+    for n in (1, 7, 15, 16, 17, 48, 131):
+        q, k = rand(2, n, 8, seed=n), rand(2, 8, n, seed=n + 1)
+        np.testing.assert_allclose(prog.main(q, k), q @ k, rtol=1e-4, atol=1e-4, err_msg=f"seq={n}")
+    wide = _compile("""
+func.func @main(%a: tensor<64x300xf32>, %b: tensor<300x?xf32> {graph.dim_names = ["", "n"]}) -> tensor<64x?xf32> {
+  %y = graph.matmul %a, %b : (tensor<64x300xf32>, tensor<300x?xf32>) -> tensor<64x?xf32>
+  %r = graph.relu %y : tensor<64x?xf32>
+  func.return %r : tensor<64x?xf32>
+}""")
+    a = rand(64, 300)
+    for n in (3, 33, 100):
+        b = rand(300, n, seed=n)
+        np.testing.assert_allclose(wide.main(a, b), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4, err_msg=f"N={n}")
+
+
 @needs_native
 def test_attention_scores_ragged_columns_native():
     """QK^T / sqrt(d) of a ViT (197 tokens, 2 heads of 64): batched, B transposed, scaled."""

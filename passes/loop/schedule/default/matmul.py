@@ -244,7 +244,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     if choose("matmul.clamp_rows", k.clamp_rows) and not small:
         ragged = exact_tile_loops(kernel, [f"{bname}_acc_in", bname, f"{bname}_acc_out"], mr)
     col_rest: list[str] = []  # the copies of the tile's blocks for the last, ragged column panel
-    if m_ext is not None and choose("matmul.split_cols", True):
+    if choose("matmul.split_cols", True):
         def cols(s: Schedule) -> None:
             col_rest.extend(_split_ragged_cols(kernel, bname, nv, W, n_ext, padded))
 
@@ -522,12 +522,15 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
         for j0 = 0 to ceil(N/T) { tile (guarded) }
      -> for j0 = 0 to N // T { tile (exact) }    for j0 = N // T to ceil(N/T) { tile (guarded) }
 
-    Returns the copy's block names (`<block>_cols`); [] when N is dynamic or a multiple of T."""
+    A dynamic N (a Hugging Face export's sequence length: the attention's QK^T, seq x seq) splits
+    at N // T computed at run time, from C's last dim; the copy then runs zero or one panel, and
+    keeps its guards (its width is not known). Returns the copy's block names (`<block>_cols`);
+    [] when a static N is a multiple of T."""
     from minimlir.passes.loop.schedule.affine import affine_of
     from minimlir.passes.loop.schedule.api import ScheduleError
 
     T = nv * W
-    if n_ext is None or n_ext % T == 0 or n_ext < T:
+    if n_ext is not None and (n_ext % T == 0 or n_ext < T):
         return []
     s = Schedule(kernel)
     names, blocks = _tile_blocks(s, kernel, bname, "split columns")
@@ -535,17 +538,25 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
     form = affine_of(tile.bindings[len(tile.bindings) - 2])  # the column: j0*T + j1*W + j2
     loops = s.get_loops(tile)
     j0 = next((l for l in loops if form is not None and form.coeff(l.induction_var) == T), None)
-    if j0 is None or const_index(j0.lb) != 0 or const_index(j0.step) != 1 or const_index(j0.ub) != -(-n_ext // T):
+    if j0 is None or const_index(j0.lb) != 0 or const_index(j0.step) != 1 or (
+            n_ext is not None and const_index(j0.ub) != -(-n_ext // T)):
         raise ScheduleError("split columns: no column panel loop j0 of extent ceil(N / nv*W)", kernel)
+    if n_ext is None:
+        # j0 counts the panels from column 0 (no column chunk loop around it): the column is
+        # exactly j0*T + j1*W + j2, so panels j0 < N // T are whole
+        t1, t2 = (l.induction_var for l in loops[-2:])
+        assert form is not None
+        if form.const != 0 or form.atoms != {j0.induction_var, t1, t2} or form.coeff(t1) != W or form.coeff(t2) != 1:
+            raise ScheduleError("split columns: the column is not j0*T + j1*W + j2", kernel)
     if not all(j0.is_ancestor(b) for b in blocks):
         raise ScheduleError("split columns: the accumulator copies are outside the panel loop", kernel)
     for b in blocks:
         j1, j2 = s.get_loops(b)[-2:]
         if not j0.is_ancestor(j1):
             raise ScheduleError("split columns: the tile loops are outside the panel loop", kernel)
+    full = iconst(kernel, n_ext // T) if n_ext is not None else _whole_panels(kernel, bname, T)
     rest = j0.clone()
     Rewriter.insert_op(rest, InsertPoint.after(j0))
-    full = iconst(kernel, n_ext // T)
     j0.operands = [j0.lb, full, j0.step]
     rest.operands = [full, rest.ub, rest.step]
     for b in rest.walk():
@@ -555,9 +566,21 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
         j1, j2 = s.get_loops(b)[-2:]
         j1.operands = [j1.lb, iconst(kernel, nv), j1.step]
         j2.operands = [j2.lb, iconst(kernel, W), j2.step]
-    if rest.kind.data != "parallel":
+    if n_ext is not None and rest.kind.data != "parallel":
         _exact_ragged_tile(kernel, s.get_block(bname + COLS), nv, W, n_ext % T, padded)
     return [f"{n}{COLS}" for n in names]
+
+
+def _whole_panels(kernel: func.FuncOp, bname: str, T: int) -> SSAValue:
+    """N // T at the kernel entry, N being the last dim of the buffer the tile's acc_out stores
+    to (C, indexed [..., i, j])."""
+    from xdsl.ir import Operation
+
+    st = next(o for o in Schedule(kernel).get_block(f"{bname}_acc_out").body.walk() if isinstance(o, mem.StoreOp))
+    buf = st.memref
+    ip = InsertPoint.after(buf.owner) if isinstance(buf.owner, Operation) else InsertPoint.at_start(kernel.body.block)
+    n = emit(mem.DimOp(buf, len(st.indices) - 1), ip)
+    return emit(arith.DivSIOp(n, iconst(kernel, T)), InsertPoint.after(n.owner))
 
 
 def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int, rag: int,
