@@ -608,6 +608,39 @@ def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
     assert refused  # some attempts were refused (else the check checked nothing)
 
 
+def test_a_mark_attempt_refused_after_marking_puts_the_marks_back():
+    """A marks_only attempt keeps the loops' properties and attributes, not a copy of the body: a
+    step refused after earlier steps marked loops (unrolled, vectorized, a vector width) leaves
+    the kernel as it was."""
+    from io import StringIO
+
+    from xdsl.dialects import func
+    from xdsl.printer import Printer
+
+    from minimlir.dialects import loop
+    from minimlir.passes.loop.schedule.api import ScheduleError
+    from minimlir.passes.loop.schedule.default._helpers import _mark_width
+
+    def text(op) -> str:
+        out = StringIO()
+        Printer(stream=out).print_op(op)
+        return out.getvalue()
+
+    mod = H.legalize(matmul_text(7, 13, 5))
+    kernel = next(k for k in mod.walk() if isinstance(k, func.FuncOp) and "loop.kernel" in k.attributes)
+    before = text(kernel)
+
+    def marks_then_refuses(s):
+        *_, i, j, k = s.get_loops(s.get_block(loop.blocks_of(kernel)[0].block_name.data))
+        s.unroll(i, 2)
+        s.parallel(i)
+        _mark_width(j, 8)
+        raise ScheduleError("refused after marking", kernel)
+
+    assert not transaction.attempt(kernel, marks_then_refuses, marks_only=True)
+    assert text(kernel) == before
+
+
 # -- conv + fused elementwise epilogue (relu, residual add, per-channel mul/add), and kernels
 # -- with two convs (ResNet's projection shortcut)
 

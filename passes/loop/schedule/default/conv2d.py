@@ -761,12 +761,13 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             for l in rest if vec else [*rest, last]:
                 s.unroll(l, None if const_index(l.ub) is not None else rw)
 
-        if not transaction.attempt(kernel, copies):
-            transaction.attempt(kernel, lambda s, name=name: copies(s, name, vec=False))
+        if not transaction.attempt(kernel, copies, marks_only=True):
+            transaction.attempt(kernel, lambda s, name=name: copies(s, name, vec=False), marks_only=True)
     if c.parallel and par != "none":
         first = {"co0": 1 + gr, "n": 0, "oh": (1 if rows_first else 2) + gr, "ow0": 3 + gr}[par]
         for depth in (first, 1 + gr, 0, 1, 2 + gr):
-            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d]),
+                                  marks_only=True):
                 break
     if ragged:
         # last: the clamped columns are not affine, so the epilogue's fusion and the parallel
@@ -923,12 +924,13 @@ def _schedule_conv2d_rows(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         s.vectorize(last)
         _mark_width(last, w)
 
-    transaction.attempt(kernel, vec_init)
+    transaction.attempt(kernel, vec_init, marks_only=True)
     par = choose("conv2d_rows.parallel", "c")
     if c.parallel and par != "none":
         first = {"c": 1, "n": 0, "oh": 2 if not dw else 1}[par]
         for depth in ((first, 1, 0) if dw else (first, 1, 2, 0)):
-            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d]),
+                                  marks_only=True):
                 break
     _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init"})
     return True
@@ -975,7 +977,8 @@ def schedule_conv2d(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
     _conv_epilogue(kernel, cfg, bname, lambda s: s.get_loops(s.get_block(bname))[1])
     if c.parallel:
         for depth in (1, 0, 2):
-            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d])):
+            if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d]),
+                                  marks_only=True):
                 break
     _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init"})
     return True

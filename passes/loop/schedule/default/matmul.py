@@ -239,7 +239,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
                     target = loops[nb - 1]
             s.parallel(target)
 
-        transaction.attempt(kernel, par)
+        transaction.attempt(kernel, par, marks_only=True)
     ragged: list[str] = []  # blocks whose row tile loop got the constant trip count mr
     if choose("matmul.clamp_rows", k.clamp_rows) and not small:
         ragged = exact_tile_loops(kernel, [f"{bname}_acc_in", bname, f"{bname}_acc_out"], mr)
@@ -263,7 +263,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
                 s.unroll(i2, None if const_index(i2.ub) is not None else mr)
 
         if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
-            transaction.attempt(kernel, inner)
+            transaction.attempt(kernel, inner, marks_only=True)
 
     if ragged:
         _clamp_rows(kernel, bname, ragged, m_ext)
@@ -275,7 +275,7 @@ def schedule_matmul(kernel: func.FuncOp, cfg: ScheduleConfig) -> bool:
         s.vectorize(s.get_loops(ib)[-1])
         _mark_width(s.get_loops(ib)[-1], W)
 
-    transaction.attempt(kernel, init)
+    transaction.attempt(kernel, init, marks_only=True)
     _vectorize_fused(kernel, fused, cfg.width)
     _schedule_rest(kernel, cfg, skip={bname, f"{bname}_init", f"{bname}_acc_in", f"{bname}_acc_out"})
     return True
