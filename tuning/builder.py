@@ -202,11 +202,10 @@ def _build(task_json: dict, assignment: dict | None) -> dict:
     if kept is not None:  # scheduled for scoring on this worker
         stats["schedule_hits"] += 1
         module, schedule, feats, ck = kept
-        width = schedule.config().width
     else:
         module, schedule, feats = _scheduled(task_json, assignment)
-        width = schedule.config().width
-        ck = code_key(task_json, module, width)
+        ck = code_key(task_json, module, schedule.config().width)
+    width = schedule.config().width
     hit = _objects.get(ck)
     if hit is not None:  # another assignment scheduled to the same loop nest: the same code
         _objects.move_to_end(ck)

@@ -579,18 +579,20 @@ def test_conv_vector_prime_width_native():
     np.testing.assert_allclose(y, conv_general_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
 
 
-def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
-    """Attempts made without a backup copy (marks_only: parallel, vectorize) must not change the
-    kernel when they are refused: check every one the default schedule makes on a few kernels."""
+def _printed(op) -> str:
     from io import StringIO
 
     from xdsl.printer import Printer
 
-    def text(op) -> str:
-        out = StringIO()
-        Printer(stream=out).print_op(op)
-        return out.getvalue()
+    out = StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue()
 
+
+def test_refused_mark_attempts_leave_the_kernel_unchanged(monkeypatch):
+    """Attempts made without a backup copy (marks_only: parallel, vectorize) must not change the
+    kernel when they are refused: check every one the default schedule makes on a few kernels."""
+    text = _printed
     real = transaction.attempt
     refused = []
 
@@ -612,20 +614,13 @@ def test_a_mark_attempt_refused_after_marking_puts_the_marks_back():
     """A marks_only attempt keeps the loops' properties and attributes, not a copy of the body: a
     step refused after earlier steps marked loops (unrolled, vectorized, a vector width) leaves
     the kernel as it was."""
-    from io import StringIO
-
     from xdsl.dialects import func
-    from xdsl.printer import Printer
 
     from minimlir.dialects import loop
     from minimlir.passes.loop.schedule.api import ScheduleError
     from minimlir.passes.loop.schedule.default._helpers import _mark_width
 
-    def text(op) -> str:
-        out = StringIO()
-        Printer(stream=out).print_op(op)
-        return out.getvalue()
-
+    text = _printed
     mod = H.legalize(matmul_text(7, 13, 5))
     kernel = next(k for k in mod.walk() if isinstance(k, func.FuncOp) and "loop.kernel" in k.attributes)
     before = text(kernel)

@@ -572,15 +572,20 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
 
 
 def _whole_panels(kernel: func.FuncOp, bname: str, T: int) -> SSAValue:
-    """N // T at the kernel entry, N being the last dim of the buffer the tile's acc_out stores
-    to (C, indexed [..., i, j])."""
+    """N // T, N being C's column count (its last dim)."""
+    n = _out_dim(kernel, bname, 1)
+    return emit(arith.DivSIOp(n, iconst(kernel, T)), InsertPoint.after(n.owner))
+
+
+def _out_dim(kernel: func.FuncOp, bname: str, from_end: int) -> SSAValue:
+    """A dim of C (the buffer the tile's acc_out stores to, indexed [..., i, j]), counted from its
+    end (2: M, 1: N), read where C is defined (the kernel entry for an argument)."""
     from xdsl.ir import Operation
 
     st = next(o for o in Schedule(kernel).get_block(f"{bname}_acc_out").body.walk() if isinstance(o, mem.StoreOp))
     buf = st.memref
     ip = InsertPoint.after(buf.owner) if isinstance(buf.owner, Operation) else InsertPoint.at_start(kernel.body.block)
-    n = emit(mem.DimOp(buf, len(st.indices) - 1), ip)
-    return emit(arith.DivSIOp(n, iconst(kernel, T)), InsertPoint.after(n.owner))
+    return emit(mem.DimOp(buf, len(st.indices) - from_end), ip)
 
 
 def _exact_ragged_tile(kernel: func.FuncOp, tile: loop.BlockOp, nv: int, W: int, rag: int,
@@ -622,17 +627,11 @@ def _clamp_rows(kernel: func.FuncOp, bname: str, names: list[str], m_ext: int | 
 
         for i2 = 0 to mr { %r = min(i*mr + i2, M-1); ... block (row = i*mr + i2) uses %r ... }
     """
-    from xdsl.ir import Operation
-
     s = Schedule(kernel)
     if m_ext is not None:
         last = iconst(kernel, m_ext - 1)
     else:  # M from the output buffer (values taken before a rolled-back attempt are gone)
-        st = next(o for o in s.get_block(f"{bname}_acc_out").body.walk() if isinstance(o, mem.StoreOp))
-        buf = st.memref
-        ip = InsertPoint.after(buf.owner) if isinstance(buf.owner, Operation) else InsertPoint.at_start(
-            kernel.body.block)
-        m_dim = emit(mem.DimOp(buf, len(st.indices) - 2), ip)
+        m_dim = _out_dim(kernel, bname, 2)
         last = emit(arith.SubiOp(m_dim, iconst(kernel, 1)), InsertPoint.after(m_dim.owner))
 
     def pos(name: str) -> int:
