@@ -5,7 +5,7 @@ copy; depthwise and small-group convs by output rows (see the package docstring)
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, StringAttr
 from xdsl.ir import OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -244,6 +244,11 @@ def _relayout_conv(kernel: func.FuncOp, blk: loop.BlockOp, pad_input: bool, co_t
     packed = packed_tile(w_ld)
     if packed == co_tile or (co_tile == 1 and not packed):  # (1-channel panels of OIHW: OIHW itself)
         wt = w_ld.memref
+    elif packed and (co_tile % packed == 0 or (packed % co_tile == 0 and g is None)):
+        # a register tile of k pre-packed panels (a tuned 4-vector tile on ResNet-50's 2-vector
+        # panels), or of 1/k of one (the default's 7 x 1 tile of its 14x14 3x3 conv, whose weight
+        # was copied into 8-channel panels in every call: 2.4 MB): read in place (_read_weight_panel)
+        wt = w_ld.memref
     else:
         wt_shape = [iconst(kernel, rows // co_tile), ubs[4], ubs[5], ubs[6], iconst(kernel, co_tile)]
         wt = _local_buffer(elem, wt_shape, ip, frees)
@@ -393,12 +398,36 @@ def _read_weight_panel(kernel: func.FuncOp, w_ld: mem.LoadOp, wt: SSAValue, co0:
     The index uses loop variables inside the block (affine, so the analyses and the vector
     lowering read it), which the channel split alone cannot express in block variables."""
     ip = InsertPoint.before(w_ld)
-    lane = emit(arith.AddiOp(emit(arith.MuliOp(cj.induction_var, iconst(kernel, w)), ip), cw.induction_var), ip)
+    nv = const_index(cj.ub)
+    tile = wt.type.get_shape()[-1]  # type: ignore[union-attr]
+    T = nv * w if nv is not None else tile
+    # WT's panels hold `tile` channels, the register tile T = nv*W (read in place, not repacked):
+    # k panels (T = k*tile): channel cj*W + cw of tile co0 is lane (cj mod tile/W)*W + cw of panel
+    # co0*k + cj floordiv tile/W (cj is unrolled: both fold to constants per vector); 1/k of a
+    # panel (tile = k*T): lane (co0 mod k)*T + cj*W + cw of panel co0 floordiv k, computed at the
+    # top of co0's body (the same for every lane of the vector loop)
+    k = T // tile if T > tile and T % tile == 0 else 1
+    part = tile // T if tile > T and tile % T == 0 else 1
+    cjv = cj.induction_var
+    hi = None
+    if k > 1:
+        per = iconst(kernel, tile // w)
+        hi = emit(arith.FloorDivSIOp(cjv, per), ip)
+        cjv = emit(arith.RemSIOp(cjv, per), ip)
+    lane = emit(arith.AddiOp(emit(arith.MuliOp(cjv, iconst(kernel, w)), ip), cw.induction_var), ip)
     _, ci, kh, kw = weight_index(w_ld)
     panel = co0.induction_var
+    top = InsertPoint.before(co0.body.block.first_op)  # type: ignore[arg-type]
     if group is not None:  # (g, panels per group): panel g*P + co0
         gv, per = group
         panel = emit(arith.AddiOp(emit(arith.MuliOp(gv, iconst(kernel, per)), ip), panel), ip)
+    if hi is not None:
+        panel = emit(arith.AddiOp(emit(arith.MuliOp(panel, iconst(kernel, k)), ip), hi), ip)
+    if part > 1:  # (not grouped: _relayout_conv repacks those)
+        kc = iconst(kernel, part)
+        first = emit(arith.MuliOp(emit(arith.RemSIOp(panel, kc), top), iconst(kernel, T)), top)
+        panel = emit(arith.FloorDivSIOp(panel, kc), top)
+        lane = emit(arith.AddiOp(first, lane), ip)
     new_w = emit(mem.LoadOp(wt, [panel, ci, kh, kw, lane], w_ld.result.type), ip)
     w_ld.result.replace_all_uses_with(new_w)
     body = w_ld.parent_block()
@@ -624,8 +653,13 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
         # the registers: d*nv accumulators + nv weight vectors + 1 broadcast, with room left for
         # LLVM's temporaries (SqueezeNet's 27x27 3x3 convs: 9 x 2 vectors, 21 registers)
         rw = next((d for d in range(c.rw + 1, ow_ext + 1) if ow_ext % d == 0 and fits(d, nv)), rw)
-    clamp = choose("conv2d.clamp_ow", True)
-    if ow_ext is not None and 2 * rw <= rmax and ow_ext > rmax and clamp:
+    # a ragged row (OW = 7, 14 under 16 registers): a channel-blocked conv runs full tiles and a
+    # narrower last one (7 = 4 + 3: split_ow), an NCHW one clamps its last tile (which its
+    # transposed store needs). Found by the tuner: ResNet-50's 7x7 stage, 3x3 and 1x1, clamped
+    # 4 x 2 tiles (8 columns for 7) ran at 34-37 GFLOP/s, split ones at 40-43 (one thread, Zen 1)
+    clamp = choose("conv2d.clamp_ow", not bl)
+    split = choose("conv2d.split_ow", bool(bl))
+    if ow_ext is not None and 2 * rw <= rmax and ow_ext > rmax and (clamp or split):
         # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
         # (rmax/2, rmax] that computes the fewest columns, the last one clamped
         # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
@@ -675,8 +709,10 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     # rows, so each block's slice of the panel (18 KB) is read from L1 by every row; the partial
     # sums wait in the output (in L1), the epilogue runs once per panel after its reduction
     panel_bytes = (ext[-3] or 0) * (ext[-2] or 0) * (ext[-1] or 0) * nv * w * 4
+    # (a ragged row: clamped tiles add column OW-1's partial sums twice; split ones are exact)
+    split = bool(split and not clamp and ow_ext is not None and ow_ext % rw and ow_ext > rw and par != "ow0")
     chunked = bool(xb and blocked_order == "channels" and not rows_first and ow_ext is not None
-                   and ow_ext % rw == 0 and choose("conv2d.chunk_reduction", panel_bytes > l2_bytes() // 8
+                   and (ow_ext % rw == 0 or split) and choose("conv2d.chunk_reduction", panel_bytes > l2_bytes() // 8
                                                    and (ext[2] or 0) * ow_ext <= 14 * 14))
 
     def main(s: Schedule) -> None:
@@ -769,6 +805,9 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             if transaction.attempt(kernel, lambda s, d=depth: s.parallel(s.get_loops(s.get_block(bname))[d]),
                                   marks_only=True):
                 break
+    if split:
+        # after the marks: the last tile's copy takes them along
+        transaction.attempt(kernel, lambda s: _split_ragged_columns(kernel, s, bname, rw, ow_ext))
     if ragged:
         # last: the clamped columns are not affine, so the epilogue's fusion and the parallel
         # loop's disjointness check (which hold for the guarded tiles: the clamped ones write the
@@ -778,9 +817,61 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
             shift_tile_binding(kernel, live, lambda _: 3 + gr, rw, ow_ext - rw, "conv2d rule: column")
         else:
             clamp_tile_binding(kernel, live, lambda _: 3 + gr, iconst(kernel, ow_ext - 1), "conv2d rule: column")
+    if choose("conv2d.tile_order", "columns") == "vectors":
+        # the register tile's channel vectors outside its columns (onnxruntime's NCHWc kernels): a
+        # weight vector is loaded once and meets every column's broadcast, which LLVM keeps
+        # live: rw*nv accumulators + rw broadcasts + 1 weight register (3 x 4 vectors: 16),
+        # where columns outside hold all nv weight vectors live (17: spills)
+        for name in (bname, bname + LAST_COLS):
+            if any(b.block_name.data == name for b in loop.blocks_of(kernel)):
+                transaction.attempt(
+                    kernel, lambda s, name=name: s.reorder(*reversed(s.get_loops(s.get_block(name))[-3:-1])))
     if rest:
         _schedule_rest(kernel, cfg, skip=_tile_blocks(bname))
     return True
+
+
+LAST_COLS = "_last_cols"  # suffix of the blocks of a split row's last, narrower tile
+
+
+def _split_ragged_columns(kernel: func.FuncOp, s: Schedule, bname: str, rw: int, ow: int) -> None:
+    """OW not a multiple of rw, neither clamped nor guarded at run time (onnxruntime's NCHWc
+    kernels run a 7-pixel row as 3 + 3 + 1): the column tile loop ow0 splits into the OW // rw
+    full tiles, whose tile loops get the constant trip count rw, and a copy that runs the last
+    tile, OW % rw columns wide (constant too): both register tiles exact, no column computed twice.
+
+        for ow0 < ceil(OW/rw) { for ow1 < min(rw, OW - ow0*rw) … }
+     -> for ow0 < OW // rw { for ow1 < rw … }    for ow0 = OW // rw to ceil(OW/rw) { for ow1 < OW % rw … }
+
+    The copy's blocks are named <block>_last_cols."""
+    b = s.get_block(bname)
+    ow1 = s.get_loops(b)[-3]
+    bound = ow1.ub
+    if const_index(bound) is not None:
+        raise ScheduleError("split columns: the column tile loop is not ragged", b)
+    # ow0: the loop whose body computes the bound min(rw, OW - ow0*rw) (not an outer loop of
+    # the same extent: SqueezeNet's 48 channels make 3 panels, its 13 columns 3 tiles of 5)
+    ow0 = bound.owner.parent_op() if isinstance(bound, OpResult) else None
+    if (not isinstance(ow0, loop.ForOp) or ow0 not in s.get_loops(b) or const_index(ow0.ub) != -(-ow // rw)
+            or const_index(ow0.lb) != 0 or const_index(ow0.step) != 1):
+        raise ScheduleError("split columns: no column tile loop of extent ceil(OW / rw)", b)
+    tiles = [i for i, l in enumerate(ow0.walk()) if isinstance(l, loop.ForOp) and l.ub is bound]
+    rest = ow0.clone()
+    Rewriter.insert_op(rest, InsertPoint.after(ow0))
+    full = iconst(kernel, ow // rw)
+    ow0.operands = [ow0.lb, full, ow0.step]
+    rest.operands = [full, rest.ub, rest.step]
+    for nest, extent in ((ow0, rw), (rest, ow % rw)):
+        ops = list(nest.walk())
+        for i in tiles:
+            t = ops[i]
+            assert isinstance(t, loop.ForOp)
+            t.operands = [t.lb, iconst(kernel, extent), t.step]
+            if t.kind.data == "unroll":
+                s.unroll(t)
+    for blk in rest.walk():
+        if isinstance(blk, loop.BlockOp):
+            blk.block_name = StringAttr(blk.block_name.data + LAST_COLS)
 
 
 def _rows_read_less(blk: loop.BlockOp, ext: list[int | None], gr: int) -> bool:

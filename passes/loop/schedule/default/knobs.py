@@ -155,6 +155,11 @@ def _declarations() -> dict[str, RuleKnobs]:
             Knob("conv2d.fuse_at", ("co0", "oh"), "compute-at level of fused consumers"),
             Knob("conv2d.clamp_ow", (True, False),
                  "OW not a multiple of rw: full column tiles, the last one clamped, not a guarded one"),
+            Knob("conv2d.split_ow", (False, True),
+                 "OW not a multiple of rw, not clamped: full column tiles and a narrower last one (exact "
+                 "register tiles both), not a tile guarded at run time"),
+            Knob("conv2d.tile_order", ("columns", "vectors"),
+                 "the register tile's loops: columns outside its channel vectors, or the vectors outside"),
             Knob("conv2d.transpose_out", (True, False),
                  "store the accumulator tile along the output row (transposed in registers), not per element"),
             Knob("conv2d.chunk_reduction", (True, False),
