@@ -415,3 +415,20 @@ def _tile_extents(m) -> dict[str, list[int]]:
     return {b.block_name.data: [l.ub.owner.value.value.data for l in loop.block_loops(b)][-3:-1]
             for k in m.walk() if loop.is_kernel(k) for b in loop.blocks_of(k)
             if b.block_name.data in ("conv2d", "conv2d_last_cols")}
+
+
+@pytest.mark.skipif(not NATIVE, reason="no native backend")
+@pytest.mark.parametrize("transpose", [True, False])
+def test_vectors_order_on_a_clamped_nchw_row(transpose):
+    """conv2d.tile_order = vectors where the last column tile is clamped (an NCHW conv, OW = 7 in
+    tiles of 4): the reorder runs after the clamp of the tile's column, which must stay the tile
+    loop's (the extra column recomputes column 6)."""
+    x, w = rand(1, 16, 7, 7), rand(32, 16, 3, 3)
+    ref = conv_ref(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    t, wt, yt = ttype((1, 16, 7, 7)), ttype((32, 16, 3, 3)), ttype((1, 32, 7, 7))
+    text = (f'func.func @main(%x: {t}) -> {yt} {{\n  %w = graph.param "w" : {wt}\n'
+            f"  %y = graph.conv2d %x, %w pads [1, 1, 1, 1] : ({t}, {wt}) -> {yt}\n  func.return %y : {yt}\n}}\n")
+    knobs = {"conv2d.rw": 4, "conv2d.nv": 1, "conv2d.clamp_ow": True, "conv2d.tile_order": "vectors",
+             "conv2d.transpose_out": transpose}
+    _, prog = _conv_tile_extents_and_program(text, knobs, {"w": w})
+    assert_outputs([prog.main(x)], [ref], rtol=1e-4, atol=1e-4)
