@@ -31,14 +31,18 @@ def test_tune_resume_and_apply_best(tmp_path, capsys):
     # a run stopped with Ctrl-C after its first batch: no finish marker, a hint to --resume
     proc = subprocess.Popen([sys.executable, "-m", "minimlir.tools.mini_tune", str(model), "--db", str(db),
                              "--trials", "100", *COMMON], stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
+    t0 = time.time()
+    deadline = t0 + 240
+    seen = 0
     while time.time() < deadline and proc.poll() is None:
-        if db.exists() and sum('"kind": "measure"' in x for x in db.read_text().splitlines()) >= 2:
+        seen = sum('"kind": "measure"' in x for x in db.read_text().splitlines()) if db.exists() else 0
+        if seen >= 2:
             break
         time.sleep(0.2)
+    sent = (time.time() - t0, seen, proc.poll())  # (when, measurements by then, exit code if already ended)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err, err
+    assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err, (sent, err)
     lines = [json.loads(x) for x in db.read_text().splitlines()]
     assert lines[0]["kind"] == "run" and lines[0]["status"] == "started"
     assert not any(r.get("status") == "finished" for r in lines)
