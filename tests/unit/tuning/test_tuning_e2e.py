@@ -29,8 +29,12 @@ def test_tune_resume_and_apply_best(tmp_path, capsys):
     model, db = tmp_path / "mm.mlir", tmp_path / "t.jsonl"
     model.write_text(MODEL)
     # a run stopped with Ctrl-C after its first batch: no finish marker, a hint to --resume
+    # (Ctrl-C in a terminal: the child starts with SIGINT's default disposition, which Python turns
+    # into KeyboardInterrupt, whatever this test process inherited: a suite started in the background
+    # of a shell without job control ignores SIGINT, and so did the child, which ran to the end)
     proc = subprocess.Popen([sys.executable, "-m", "minimlir.tools.mini_tune", str(model), "--db", str(db),
-                             "--trials", "100", *COMMON], stderr=subprocess.PIPE, text=True)
+                             "--trials", "100", *COMMON], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     deadline = t0 + 240
     seen = 0
