@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import AnyFloat, UnitAttr
+from xdsl.dialects.builtin import AnyFloat, StringAttr, UnitAttr
 from xdsl.ir import Block, Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -280,6 +280,20 @@ def _short_loop_width(w: int, extent: int | None) -> int:
             best, cost = c, 2 * (extent // c) + extent % c
         c //= 2
     return best
+
+
+def split_loop(for_op: loop.ForOp, at, suffix: str) -> loop.ForOp:
+    """Split `for_op` (lb to ub) at `at` (an index value): it runs lb to `at`, and a copy placed
+    right after it runs `at` to ub; the copy's blocks are named <block><suffix>. Returns the copy
+    (a ragged last tile's loop nest: the matmul rule's column panels, the conv rule's columns)."""
+    rest = for_op.clone()
+    Rewriter.insert_op(rest, InsertPoint.after(for_op))
+    for_op.operands = [for_op.lb, at, for_op.step]
+    rest.operands = [at, rest.ub, rest.step]
+    for b in rest.walk():
+        if isinstance(b, loop.BlockOp):
+            b.block_name = StringAttr(b.block_name.data + suffix)
+    return rest
 
 
 def exact_tile_loops(kernel: func.FuncOp, names: Sequence[str], extent: int) -> list[str]:

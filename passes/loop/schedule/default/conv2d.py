@@ -5,7 +5,7 @@ copy; depthwise and small-group convs by output rows (see the package docstring)
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, StringAttr
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -40,6 +40,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     fold_epilogue_into,
     l2_bytes,
     shift_tile_binding,
+    split_loop,
 )
 from minimlir.passes.loop.schedule.default.config import ScheduleConfig
 from minimlir.passes.loop.schedule.default.generic import _schedule_rest
@@ -662,7 +663,8 @@ def _schedule_conv2d_vector(kernel: func.FuncOp, cfg: ScheduleConfig, bname: str
     if ow_ext is not None and 2 * rw <= rmax and ow_ext > rmax and (clamp or split):
         # still thin (OW = 13, 111: no larger divisor fits): full tiles of the width in
         # (rmax/2, rmax] that computes the fewest columns, the last one clamped
-        # (clamp_tile_binding: it recomputes column OW-1); OW = 13: 2 tiles of 7
+        # (clamp_tile_binding: it recomputes column OW-1; OW = 13: 2 tiles of 7) or narrower
+        # (split: 7 + 6)
         rw = min(range(rmax, rmax // 2, -1), key=lambda r: -(-ow_ext // r) * r)
         if nv % 2 == 0 and rmax < c.rw and taps != 1:
             half = nv // 2
@@ -856,11 +858,7 @@ def _split_ragged_columns(kernel: func.FuncOp, s: Schedule, bname: str, rw: int,
             or const_index(ow0.lb) != 0 or const_index(ow0.step) != 1):
         raise ScheduleError("split columns: no column tile loop of extent ceil(OW / rw)", b)
     tiles = [i for i, l in enumerate(ow0.walk()) if isinstance(l, loop.ForOp) and l.ub is bound]
-    rest = ow0.clone()
-    Rewriter.insert_op(rest, InsertPoint.after(ow0))
-    full = iconst(kernel, ow // rw)
-    ow0.operands = [ow0.lb, full, ow0.step]
-    rest.operands = [full, rest.ub, rest.step]
+    rest = split_loop(ow0, iconst(kernel, ow // rw), LAST_COLS)
     for nest, extent in ((ow0, rw), (rest, ow % rw)):
         ops = list(nest.walk())
         for i in tiles:
@@ -869,9 +867,6 @@ def _split_ragged_columns(kernel: func.FuncOp, s: Schedule, bname: str, rw: int,
             t.operands = [t.lb, iconst(kernel, extent), t.step]
             if t.kind.data == "unroll":
                 s.unroll(t)
-    for blk in rest.walk():
-        if isinstance(blk, loop.BlockOp):
-            blk.block_name = StringAttr(blk.block_name.data + LAST_COLS)
 
 
 def _rows_read_less(blk: loop.BlockOp, ext: list[int | None], gr: int) -> bool:

@@ -32,6 +32,7 @@ from minimlir.passes.loop.schedule.default._helpers import (
     clone_block_ops,
     cores,
     exact_tile_loops,
+    split_loop,
     fit_width,
     l1d_bytes,
     l2_bytes,
@@ -555,13 +556,7 @@ def _split_ragged_cols(kernel: func.FuncOp, bname: str, nv: int, W: int, n_ext: 
         if not j0.is_ancestor(j1):
             raise ScheduleError("split columns: the tile loops are outside the panel loop", kernel)
     full = iconst(kernel, n_ext // T) if n_ext is not None else _whole_panels(kernel, bname, T)
-    rest = j0.clone()
-    Rewriter.insert_op(rest, InsertPoint.after(j0))
-    j0.operands = [j0.lb, full, j0.step]
-    rest.operands = [full, rest.ub, rest.step]
-    for b in rest.walk():
-        if isinstance(b, loop.BlockOp):
-            b.block_name = StringAttr(b.block_name.data + COLS)
+    rest = split_loop(j0, full, COLS)
     for b in blocks:  # the full panels: the guards are nv and W
         j1, j2 = s.get_loops(b)[-2:]
         j1.operands = [j1.lb, iconst(kernel, nv), j1.step]
