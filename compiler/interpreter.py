@@ -275,23 +275,56 @@ _CASTS = (
 
 
 class _Interpreter:
+    """Runs functions op by op. Each block is compiled once, on its first run, into a list of
+    closures, one per op, that read and write their values in `env` (a dict keyed by the id() of
+    the SSA value: xDSL's SSAValue hashes in Python) with the op's operands, types and constants
+    looked up at compile time; the loop nest of a kernel then costs a closure call per op."""
+
     def __init__(self, module: ModuleOp, params: dict[str, np.ndarray] | None):
         self.module = module
         self.params = params or {}
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         # id -> the freed array itself: holding it keeps its id from being reused by a new array
         self.freed: dict[int, np.ndarray] = {}
+        self._plans: dict[int, tuple[list, list[int] | None]] = {}  # id(block) -> (op closures, returned values)
+        self._ops: dict[int, object] = {}  # id(op) -> its closure (step())
+        self._values: dict[int, SSAValue] = {}  # id -> value, for the message of a value used before definition
 
     # -- values ------------------------------------------------------------------------------
 
+    def key(self, v: SSAValue) -> int:
+        self._values[id(v)] = v
+        return id(v)
+
     def get(self, env: dict, v: SSAValue):
         try:
-            value = env[v]
+            value = env[id(v)]
         except KeyError:
             raise InterpError(f"value {v} used before definition") from None
         if isinstance(value, np.ndarray) and id(value) in self.freed:
             raise InterpError(f"use of a deallocated buffer ({v.type})")
         return value
+
+    def set(self, env: dict, v: SSAValue, value) -> None:
+        env[id(v)] = value
+
+    def getter(self, env: dict):
+        return lambda v: self.get(env, v)
+
+    def reader(self, v: SSAValue):
+        """A closure env -> the value of `v` (with the deallocated-buffer check for buffers)."""
+        k = self.key(v)
+        if not isinstance(v.type, TensorType | MemRefType):
+            return lambda env: env[k]
+        freed = self.freed
+
+        def read(env):
+            value = env[k]
+            if id(value) in freed:
+                raise InterpError(f"use of a deallocated buffer ({v.type})")
+            return value
+
+        return read
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -311,31 +344,56 @@ class _Interpreter:
                 shape = a.type.get_shape()
                 if len(shape) != v.ndim or any(d >= 0 and d != s for d, s in zip(shape, v.shape)):
                     raise InterpError(f"argument {a.index} of @{name}: shape {v.shape} vs {a.type}")
-            env[a] = v
-        return self.run_block(block, env) or []
+            env[self.key(a)] = v
+        try:
+            with np.errstate(all="ignore"):  # NumPy's float warnings: the IR's semantics are IEEE's
+                return self.run_block(block, env) or []
+        except KeyError as e:
+            v = self._values.get(e.args[0]) if e.args else None
+            if v is None:
+                raise
+            raise InterpError(f"value {v} used before definition") from None
+
+    def plan(self, block: Block) -> tuple[list, list[int] | None]:
+        """The block's op closures, and the keys of the values it returns (None: it yields)."""
+        p = self._plans.get(id(block))
+        if p is None:
+            fns, returned = [], None
+            for op in block.ops:
+                if isinstance(op, func.ReturnOp):
+                    returned = [self.reader(v) for v in op.arguments]
+                    break
+                if isinstance(op, loop.YieldOp):
+                    break
+                fns.append(self.compile(op))
+            p = self._plans[id(block)] = (fns, returned)
+        return p
 
     def run_block(self, block: Block, env: dict):
         """Run the ops of a block; returns the func.return values if it returns."""
-        for op in block.ops:
-            if isinstance(op, func.ReturnOp):
-                return [self.get(env, v) for v in op.arguments]
-            if isinstance(op, loop.YieldOp):
-                return None
-            self.step(op, env)
-        return None
+        fns, returned = self.plan(block)
+        for fn in fns:
+            fn(env)
+        return None if returned is None else [r(env) for r in returned]
 
     # -- one op ------------------------------------------------------------------------------
 
-    def getter(self, env: dict):
-        return lambda v: self.get(env, v)
+    def compile(self, op: Operation):
+        """The op's closure: from the first rule of _COMPILE_RULES that takes its class; an op no rule
+        takes runs through step() (which tests may extend), an unsupported one fails when it runs."""
+        return (_rule(type(op)) or _via_step)(self, op)
 
     def step(self, op: Operation, env: dict) -> None:
-        """Run one op: its handler is the first rule of _STEP_RULES that takes its class (cached)."""
-        cls = type(op)
-        handler = _STEP_HANDLERS.get(cls)
-        if handler is None:
-            handler = _STEP_HANDLERS[cls] = next((h for t, h in _STEP_RULES if issubclass(cls, t)), _step_unsupported)
-        handler(self, op, env)
+        """Run one op (compiled on its first step)."""
+        fn = self._ops.get(id(op))
+        if fn is None:
+            fn = self._ops[id(op)] = (_rule(type(op)) or _compile_unsupported)(self, op)
+        fn(env)
+
+    def run_region(self, block: Block, env: dict) -> None:
+        fns, _ = self.plan(block)
+        for fn in fns:
+            fn(env)
 
     @staticmethod
     def _check_bounds(buf: np.ndarray, idx: tuple[int, ...], op: Operation) -> None:
@@ -343,271 +401,466 @@ class _Interpreter:
             raise InterpError(f"{op.name} out of bounds: index {list(idx)} into shape {list(buf.shape)}")
 
 
-# -- one op: a handler per op kind, found by class (was an isinstance chain: 28 checks an op) ----
+# -- one op: a compiler per op kind, found by class, returning the op's closure env -> None ------
 
 
-def _step_callkernelop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    args = [g(a) for a in op.args]
-    dims = iter(int(g(d)) for d in op.dims)
-    outs = []
-    for r in op.outputs:
-        t = r.type
-        shape = [d if d >= 0 else next(dims) for d in t.get_shape()]
-        outs.append(_fresh(shape, np_dtype(t.get_element_type())))
-    self.call(op.callee.root_reference.data, [*args, *outs])
-    for r, o in zip(op.outputs, outs):
-        env[r] = o
+def _via_step(self: _Interpreter, op: Operation):
+    return lambda env: self.step(op, env)
 
 
-def _step_dim(self, op: Operation, env: dict) -> None:
+def _compile_unsupported(self: _Interpreter, op: Operation):
+    def run(env):
+        raise InterpError(f"interpreter: unsupported op {op.name}")
+
+    return run
+
+
+def _compile_callkernelop(self: _Interpreter, op: Operation):
+    args = [self.reader(a) for a in op.args]
+    dims = [self.reader(d) for d in op.dims]
+    outs = [(self.key(r), r.type.get_shape(), np_dtype(r.type.get_element_type())) for r in op.outputs]
+    callee = op.callee.root_reference.data
+
+    def run(env):
+        values = [a(env) for a in args]
+        it = iter(int(d(env)) for d in dims)
+        fresh = [_fresh([d if d >= 0 else next(it) for d in shape], dt) for _, shape, dt in outs]
+        self.call(callee, [*values, *fresh])
+        for (k, _, _), o in zip(outs, fresh):
+            env[k] = o
+
+    return run
+
+
+def _compile_dim(self: _Interpreter, op: Operation):
     """graph.dim and mem.dim: the size of dim `index` of the one operand."""
-    env[op.result] = int(self.get(env, op.operands[0]).shape[op.index.value.data])
+    src, k, index = self.reader(op.operands[0]), self.key(op.result), op.index.value.data
+
+    def run(env):
+        env[k] = int(src(env).shape[index])
+
+    return run
 
 
-def _step_reshapeop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    shape = _shape(op.result.type, [g(d) for d in op.dims])
-    env[op.result] = np.ascontiguousarray(g(op.input)).reshape(shape)
+def _compile_reshapeop(self: _Interpreter, op: Operation):
+    src, dims, k, t = self.reader(op.input), [self.reader(d) for d in op.dims], self.key(op.result), op.result.type
+
+    def run(env):
+        env[k] = np.ascontiguousarray(src(env)).reshape(_shape(t, [d(env) for d in dims]))
+
+    return run
 
 
-def _step_paramop(self, op: Operation, env: dict) -> None:
-    name = op.param_name.data
-    if name not in self.params:
-        raise InterpError(f"no value for graph.param \"{name}\"")
-    env[op.result] = np.asarray(self.params[name], dtype=np_dtype(op.result.type.get_element_type()))
+def _compile_paramop(self: _Interpreter, op: Operation):
+    name, k, dtype = op.param_name.data, self.key(op.result), np_dtype(op.result.type.get_element_type())
+
+    def run(env):
+        if name not in self.params:
+            raise InterpError(f"no value for graph.param \"{name}\"")
+        env[k] = np.asarray(self.params[name], dtype=dtype)
+
+    return run
 
 
-def _step_graph_constant(self, op: Operation, env: dict) -> None:
-    env[op.result] = _dense(op.value, op.result.type)
+def _compile_graph_constant(self: _Interpreter, op: Operation):
+    value, t, k = op.value, op.result.type, self.key(op.result)
+
+    def run(env):
+        env[k] = _dense(value, t)
+
+    return run
 
 
-def _step_extractop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = _as(np.asarray(g(op.input))[()], op.result.type)
+def _compile_extractop(self: _Interpreter, op: Operation):
+    src, k, t = self.reader(op.input), self.key(op.result), op.result.type
+
+    def run(env):
+        env[k] = _as(np.asarray(src(env))[()], t)
+
+    return run
 
 
-def _step_fromdimsop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = np.array([int(g(d)) for d in op.dims], dtype=np.int64)
+def _compile_fromdimsop(self: _Interpreter, op: Operation):
+    dims, k = [self.reader(d) for d in op.dims], self.key(op.result)
+
+    def run(env):
+        env[k] = np.array([int(d(env)) for d in dims], dtype=np.int64)
+
+    return run
 
 
-def _step_forop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    lb, ub, st = int(g(op.lb)), int(g(op.ub)), int(g(op.step))
+def _compile_forop(self: _Interpreter, op: Operation):
+    lb, ub, st = self.reader(op.lb), self.reader(op.ub), self.reader(op.step)
     body = op.body.block
-    for i in range(lb, ub, st):
-        env[body.args[0]] = i
-        self.run_block(body, env)
+    iv = self.key(body.args[0])
+
+    def run(env):
+        fns, _ = self.plan(body)
+        for i in range(int(lb(env)), int(ub(env)), int(st(env))):
+            env[iv] = i
+            for fn in fns:
+                fn(env)
+
+    return run
 
 
-def _step_blockop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    vals = [int(g(b)) for b in op.bindings]
-    if op.has_init and all(v == 0 for v, k in zip(vals, op.kinds) if k == "reduce"):
-        for a, v in zip(op.init.block.args, vals):
+def _compile_blockop(self: _Interpreter, op: Operation):
+    bindings = [self.reader(b) for b in op.bindings]
+    reduce = [i for i, k in enumerate(op.kinds) if k == "reduce"]
+    init = op.init.block if op.has_init else None
+    init_args = [self.key(a) for a in init.args] if init is not None else []
+    body = op.body.block
+    body_args = [self.key(a) for a in body.args]
+
+    def run(env):
+        vals = [int(b(env)) for b in bindings]
+        if init is not None and all(vals[i] == 0 for i in reduce):
+            for a, v in zip(init_args, vals):
+                env[a] = v
+            self.run_region(init, env)
+        for a, v in zip(body_args, vals):
             env[a] = v
-        self.run_block(op.init.block, env)
-    for a, v in zip(op.body.block.args, vals):
-        env[a] = v
-    self.run_block(op.body.block, env)
+        self.run_region(body, env)
+
+    return run
 
 
-def _step_loadop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    buf = g(op.memref)
-    idx = tuple(int(g(i)) for i in op.indices)
-    self._check_bounds(buf, idx, op)
-    if isinstance(op.result.type, VectorType):
-        n = op.result.type.get_shape()[0]
+def _out_of_bounds(op: Operation, buf: np.ndarray, idx: tuple[int, ...]) -> bool:
+    if len(idx) != buf.ndim:
+        return True
+    for i, s in zip(idx, buf.shape):
+        if not 0 <= i < s:
+            return True
+    return False
+
+
+def _compile_loadop(self: _Interpreter, op: Operation):
+    src, idxs, k = self.reader(op.memref), [self.reader(i) for i in op.indices], self.key(op.result)
+    n = op.result.type.get_shape()[0] if isinstance(op.result.type, VectorType) else None
+
+    def run(env):
+        buf = src(env)
+        idx = tuple([int(i(env)) for i in idxs])
+        if _out_of_bounds(op, buf, idx):
+            _Interpreter._check_bounds(buf, idx, op)
+        if n is None:
+            env[k] = buf[idx]
+            return
         if idx[-1] + n > buf.shape[-1]:
             raise InterpError(f"vector load out of bounds: {idx} + {n} in {buf.shape}")
-        env[op.result] = buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
-    else:
-        env[op.result] = buf[idx]
+        env[k] = buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
+
+    return run
 
 
-def _step_storeop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    buf = g(op.memref)
-    idx = tuple(int(g(i)) for i in op.indices)
-    self._check_bounds(buf, idx, op)
-    v = g(op.value)
-    if isinstance(op.value.type, VectorType):
-        n = op.value.type.get_shape()[0]
+def _compile_storeop(self: _Interpreter, op: Operation):
+    dst, idxs, val = self.reader(op.memref), [self.reader(i) for i in op.indices], self.reader(op.value)
+    n = op.value.type.get_shape()[0] if isinstance(op.value.type, VectorType) else None
+
+    def run(env):
+        buf = dst(env)
+        idx = tuple([int(i(env)) for i in idxs])
+        if _out_of_bounds(op, buf, idx):
+            _Interpreter._check_bounds(buf, idx, op)
+        v = val(env)
+        if n is None:
+            buf[idx] = v
+            return
         if idx[-1] + n > buf.shape[-1]:
             raise InterpError(f"vector store out of bounds: {idx} + {n} in {buf.shape}")
         buf[idx[:-1]][idx[-1]: idx[-1] + n] = v
-    else:
-        buf[idx] = v
+
+    return run
 
 
-def _step_allocop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    t = op.result.type
-    env[op.result] = _fresh(_shape(t, [g(d) for d in op.dims]), np_dtype(t.get_element_type()))
+def _compile_allocop(self: _Interpreter, op: Operation):
+    t, dims, k = op.result.type, [self.reader(d) for d in op.dims], self.key(op.result)
+    dtype = np_dtype(t.get_element_type())
+
+    def run(env):
+        env[k] = _fresh(_shape(t, [d(env) for d in dims]), dtype)
+
+    return run
 
 
-def _step_deallocop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    buf = g(op.memref)
-    self.freed[id(buf)] = buf
+def _compile_deallocop(self: _Interpreter, op: Operation):
+    src = self.reader(op.memref)
+
+    def run(env):
+        buf = src(env)
+        self.freed[id(buf)] = buf
+
+    return run
 
 
-def _step_viewop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    shape = _shape(op.result.type, [g(d) for d in op.dims])
-    src = g(op.source)
-    view = src.reshape(shape)
-    assert np.shares_memory(view, src)
-    env[op.result] = view
+def _compile_viewop(self: _Interpreter, op: Operation):
+    t, dims, src, k = op.result.type, [self.reader(d) for d in op.dims], self.reader(op.source), self.key(op.result)
+
+    def run(env):
+        shape = _shape(t, [d(env) for d in dims])
+        s = src(env)
+        view = s.reshape(shape)
+        assert np.shares_memory(view, s)
+        env[k] = view
+
+    return run
 
 
-def _step_subrangeop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    src = g(op.source)
-    n = int(np.prod(op.result.type.get_shape(), dtype=np.int64))
-    off = int(g(op.offset))
-    flat = src.reshape(-1)
-    view = flat[off:off + n].reshape(tuple(op.result.type.get_shape()))
-    assert np.shares_memory(view, src)
-    env[op.result] = view
+def _compile_subrangeop(self: _Interpreter, op: Operation):
+    src, off, k = self.reader(op.source), self.reader(op.offset), self.key(op.result)
+    shape = tuple(op.result.type.get_shape())
+    n = int(np.prod(shape, dtype=np.int64))
+
+    def run(env):
+        s = src(env)
+        o = int(off(env))
+        view = s.reshape(-1)[o:o + n].reshape(shape)
+        assert np.shares_memory(view, s)
+        env[k] = view
+
+    return run
 
 
-def _step_copyop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    g(op.target)[...] = g(op.source)
+def _compile_copyop(self: _Interpreter, op: Operation):
+    dst, src = self.reader(op.target), self.reader(op.source)
+
+    def run(env):
+        dst(env)[...] = src(env)
+
+    return run
 
 
-def _step_fillop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    g(op.memref)[...] = g(op.value)
+def _compile_fillop(self: _Interpreter, op: Operation):
+    dst, val = self.reader(op.memref), self.reader(op.value)
+
+    def run(env):
+        dst(env)[...] = val(env)
+
+    return run
 
 
-def _step_arith_constant(self, op: Operation, env: dict) -> None:
-    env[op.result] = _const(op.value, op.result.type)
+def _compile_arith_constant(self: _Interpreter, op: Operation):
+    value, k = _const(op.value, op.result.type), self.key(op.result)
+    if isinstance(value, np.ndarray):  # a vector: a fresh array each run, as the op makes one
+        def run_array(env):
+            env[k] = value.copy()
+
+        return run_array
+
+    def run(env):
+        env[k] = value
+
+    return run
 
 
-def _step_binary(self, op: Operation, env: dict) -> None:
+def _caster(t: Attribute):
+    """value -> its representation as type t (_as, with the dtype looked up once)."""
+    if isinstance(t, IndexType):
+        return int
+    dtype = np_dtype(t)
+    return lambda value: np.asarray(value).astype(dtype)[()]
+
+
+def _compile_binary(self: _Interpreter, op: Operation):
     lhs, rhs = op.operands
-    a, b = self.get(env, lhs), self.get(env, rhs)
-    result = op.results[0]
-    if type(a) is int and type(b) is int and isinstance(result.type, IndexType):
-        env[result] = int(_BINARY[type(op)](a, b))  # index arithmetic: Python ints, no NumPy state
-        return
-    with np.errstate(all="ignore"):
-        r = _BINARY[type(op)](a, b)
-    env[result] = _as(r, result.type)
+    a, b, k = self.reader(lhs), self.reader(rhs), self.key(op.results[0])
+    f, t = _BINARY[type(op)], op.results[0].type
+    cast = _caster(t)
+    if isinstance(t, IndexType):
+        def run_index(env):
+            env[k] = int(f(a(env), b(env)))  # index arithmetic: Python ints, no NumPy state
+
+        return run_index
+
+    def run(env):
+        env[k] = cast(f(a(env), b(env)))
+
+    return run
 
 
-def _step_unary_math(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    with np.errstate(all="ignore"):
-        r = _UNARY_MATH[type(op)](g(op.operands[0]))
-    env[op.results[0]] = _as(r, op.results[0].type)
+def _compile_unary_math(self: _Interpreter, op: Operation):
+    x, k = self.reader(op.operands[0]), self.key(op.results[0])
+    f, cast = _UNARY_MATH[type(op)], _caster(op.results[0].type)
+
+    def run(env):
+        env[k] = cast(f(x(env)))
+
+    return run
 
 
-def _step_negfop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = -g(op.operand)
+def _compile_negfop(self: _Interpreter, op: Operation):
+    x, k = self.reader(op.operand), self.key(op.result)
+
+    def run(env):
+        env[k] = -x(env)
+
+    return run
 
 
-def _step_cmpiop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
+def _compile_cmpiop(self: _Interpreter, op: Operation):
     from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS as P
 
-    env[op.result] = _cmpi(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
+    pred, a, b, k = P[op.predicate.value.data], self.reader(op.lhs), self.reader(op.rhs), self.key(op.result)
+    fast = {"eq": int.__eq__, "ne": int.__ne__, "slt": int.__lt__, "sle": int.__le__, "sgt": int.__gt__,
+            "sge": int.__ge__}.get(pred) if isinstance(op.lhs.type, IndexType) else None
+    true, false = np.bool_(True), np.bool_(False)
+
+    def run(env):
+        x, y = a(env), b(env)
+        if fast is not None and type(x) is int and type(y) is int:
+            env[k] = true if fast(x, y) else false
+        else:
+            env[k] = _cmpi(pred, x, y)
+
+    return run
 
 
-def _step_cmpfop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
+def _compile_cmpfop(self: _Interpreter, op: Operation):
     from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS as P
 
-    env[op.result] = _cmpf(P[op.predicate.value.data], g(op.lhs), g(op.rhs))
+    pred, a, b, k = P[op.predicate.value.data], self.reader(op.lhs), self.reader(op.rhs), self.key(op.result)
+
+    def run(env):
+        env[k] = _cmpf(pred, a(env), b(env))
+
+    return run
 
 
-def _step_selectop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    c, a, b = g(op.cond), g(op.lhs), g(op.rhs)
-    env[op.result] = _as(np.where(c, a, b), op.result.type) if np.ndim(c) else (a if c else b)
+def _compile_selectop(self: _Interpreter, op: Operation):
+    c, a, b, k, t = self.reader(op.cond), self.reader(op.lhs), self.reader(op.rhs), self.key(op.result), op.result.type
+
+    def run(env):
+        cond, x, y = c(env), a(env), b(env)
+        env[k] = _as(np.where(cond, x, y), t) if np.ndim(cond) else (x if cond else y)
+
+    return run
 
 
-def _step_uitofpop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    x = np.asarray(g(op.input))
-    if x.dtype != np.bool_:
-        x = x.astype(np.dtype(f"u{x.dtype.itemsize}"))
-    env[op.result] = _as(x, op.result.type)
+def _compile_uitofpop(self: _Interpreter, op: Operation):
+    src, k, cast = self.reader(op.input), self.key(op.result), _caster(op.result.type)
+
+    def run(env):
+        x = np.asarray(src(env))
+        if x.dtype != np.bool_:
+            x = x.astype(np.dtype(f"u{x.dtype.itemsize}"))
+        env[k] = cast(x)
+
+    return run
 
 
-def _step_casts(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    with np.errstate(all="ignore"):
-        x = g(op.operands[0])
-        if isinstance(op, arith.FPToSIOp):
+def _compile_casts(self: _Interpreter, op: Operation):
+    src, k, cast = self.reader(op.operands[0]), self.key(op.results[0]), _caster(op.results[0].type)
+    trunc = isinstance(op, arith.FPToSIOp)
+    to_i1 = isinstance(op, arith.TruncIOp) and op.result.type == IntegerType(1)
+
+    def run(env):
+        x = src(env)
+        if trunc:
             x = np.trunc(x)
-        if isinstance(op, arith.TruncIOp) and op.result.type == IntegerType(1):
+        if to_i1:
             x = np.asarray(x) & 1
-        env[op.results[0]] = _as(x, op.results[0].type)
+        env[k] = cast(x)
+
+    return run
 
 
-def _step_fpowiop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    env[op.result] = _as(np.power(g(op.lhs), np.asarray(g(op.rhs), dtype=np.float64)), op.result.type)
+def _compile_fpowiop(self: _Interpreter, op: Operation):
+    a, b, k, cast = self.reader(op.lhs), self.reader(op.rhs), self.key(op.result), _caster(op.result.type)
+
+    def run(env):
+        env[k] = cast(np.power(a(env), np.asarray(b(env), dtype=np.float64)))
+
+    return run
 
 
-def _step_fmaop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    a, b, c = (g(v) for v in op.operands)
-    env[op.result] = _as(a * b + c, op.result.type)
+def _compile_fmaop(self: _Interpreter, op: Operation):
+    (a, b, c), k, cast = (self.reader(v) for v in op.operands), self.key(op.result), _caster(op.result.type)
+
+    def run(env):
+        env[k] = cast(a(env) * b(env) + c(env))
+
+    return run
 
 
-def _step_shuffleop(self, op: Operation, env: dict) -> None:
-    g = self.getter(env)
-    both = np.concatenate([np.atleast_1d(g(op.v1)), np.atleast_1d(g(op.v2))])
-    env[op.result] = both[np.asarray(op.mask.get_values(), dtype=np.int64)]
+def _compile_shuffleop(self: _Interpreter, op: Operation):
+    a, b, k = self.reader(op.v1), self.reader(op.v2), self.key(op.result)
+    mask = np.asarray(op.mask.get_values(), dtype=np.int64)
+
+    def run(env):
+        env[k] = np.concatenate([np.atleast_1d(a(env)), np.atleast_1d(b(env))])[mask]
+
+    return run
 
 
-def _step_unsupported(self, op: Operation, env: dict) -> None:
-    raise InterpError(f"interpreter: unsupported op {op.name}")
+def _compile_broadcastop(self: _Interpreter, op: Operation):
+    """vector.broadcast of a scalar: a splat."""
+    src, k, n = self.reader(op.source), self.key(op.vector), op.vector.type.get_shape()[0]
+
+    def run(env):
+        env[k] = np.full((n,), src(env))
+
+    return run
 
 
-# the first rule whose class (or union) the op's class is a subclass of handles it, in the order of the
-# old isinstance chain; the _BINARY and _UNARY_MATH ops, matched by exact class, are in _STEP_HANDLERS
-_STEP_RULES = [
-    (graph.CallKernelOp, _step_callkernelop),
-    (graph.DimOp, _step_dim),
-    (graph.ReshapeOp, _step_reshapeop),
-    (graph.ParamOp, _step_paramop),
-    (graph.ConstantOp, _step_graph_constant),
-    (graph.ExtractOp, _step_extractop),
-    (graph.FromDimsOp, _step_fromdimsop),
-    (loop.ForOp, _step_forop),
-    (loop.BlockOp, _step_blockop),
-    (mem.LoadOp, _step_loadop),
-    (mem.StoreOp, _step_storeop),
-    (mem.AllocOp | mem.AllocaOp, _step_allocop),
-    (mem.DeallocOp, _step_deallocop),
-    (mem.DimOp, _step_dim),
-    (mem.ViewOp, _step_viewop),
-    (mem.SubrangeOp, _step_subrangeop),
-    (mem.CopyOp, _step_copyop),
-    (mem.FillOp, _step_fillop),
-    (arith.ConstantOp, _step_arith_constant),
-    (arith.NegfOp, _step_negfop),
-    (arith.CmpiOp, _step_cmpiop),
-    (arith.CmpfOp, _step_cmpfop),
-    (arith.SelectOp, _step_selectop),
-    (arith.UIToFPOp | arith.ExtUIOp, _step_uitofpop),
-    (_CASTS, _step_casts),
-    (math.FPowIOp, _step_fpowiop),
-    (math.FmaOp, _step_fmaop),
-    (vector.ShuffleOp, _step_shuffleop),
+def _compile_func_call(self: _Interpreter, op: Operation):
+    """func.call (e.g. of a parallel loop's outlined body): the callee on the operands, here."""
+    callee = op.callee.string_value()
+    args, keys = [self.reader(v) for v in op.arguments], [self.key(r) for r in op.results]
+
+    def run(env):
+        for k, v in zip(keys, self.call(callee, [a(env) for a in args])):
+            env[k] = v
+
+    return run
+
+
+# the first rule whose class (or union) the op's class is a subclass of compiles it, in the order of the
+# old isinstance chain; the _BINARY and _UNARY_MATH ops, matched by exact class, are in _COMPILERS
+_COMPILE_RULES = [
+    (graph.CallKernelOp, _compile_callkernelop),
+    (graph.DimOp, _compile_dim),
+    (graph.ReshapeOp, _compile_reshapeop),
+    (graph.ParamOp, _compile_paramop),
+    (graph.ConstantOp, _compile_graph_constant),
+    (graph.ExtractOp, _compile_extractop),
+    (graph.FromDimsOp, _compile_fromdimsop),
+    (loop.ForOp, _compile_forop),
+    (loop.BlockOp, _compile_blockop),
+    (mem.LoadOp, _compile_loadop),
+    (mem.StoreOp, _compile_storeop),
+    (mem.AllocOp | mem.AllocaOp, _compile_allocop),
+    (mem.DeallocOp, _compile_deallocop),
+    (mem.DimOp, _compile_dim),
+    (mem.ViewOp, _compile_viewop),
+    (mem.SubrangeOp, _compile_subrangeop),
+    (mem.CopyOp, _compile_copyop),
+    (mem.FillOp, _compile_fillop),
+    (arith.ConstantOp, _compile_arith_constant),
+    (arith.NegfOp, _compile_negfop),
+    (arith.CmpiOp, _compile_cmpiop),
+    (arith.CmpfOp, _compile_cmpfop),
+    (arith.SelectOp, _compile_selectop),
+    (arith.UIToFPOp | arith.ExtUIOp, _compile_uitofpop),
+    (_CASTS, _compile_casts),
+    (math.FPowIOp, _compile_fpowiop),
+    (math.FmaOp, _compile_fmaop),
+    (vector.ShuffleOp, _compile_shuffleop),
+    (vector.BroadcastOp, _compile_broadcastop),
+    (func.CallOp, _compile_func_call),
 ]
-_STEP_HANDLERS: dict[type, object] = {
-    **{c: _step_binary for c in _BINARY},
-    **{c: _step_unary_math for c in _UNARY_MATH},
+_COMPILERS: dict[type, object] = {
+    **{c: _compile_binary for c in _BINARY},
+    **{c: _compile_unary_math for c in _UNARY_MATH},
 }
+
+
+def _rule(cls: type):
+    """The compiler of an op class (None: no rule takes it), cached by class."""
+    try:
+        return _COMPILERS[cls]
+    except KeyError:
+        rule = _COMPILERS[cls] = next((c for t, c in _COMPILE_RULES if issubclass(cls, t)), None)
+        return rule
 
 
 def _const(value: Attribute, t: Attribute):

@@ -8,25 +8,8 @@ fresh copy, verifies it, runs it again and compares every buffer (inputs and out
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects import vector
-
 import minimlir.compiler.interpreter as H
 from minimlir.passes.loop.schedule.api import Schedule
-
-# The harness's interpreter has no vector.broadcast (a splat); teach it here, for the
-# loop-lower-vectors tests only.
-_orig_step = H._Interpreter.step
-
-
-def _step(self, op, env):
-    if isinstance(op, vector.BroadcastOp):
-        n = op.vector.type.get_shape()[0]
-        env[op.vector] = np.full((n,), self.get(env, op.source))
-        return
-    return _orig_step(self, op, env)
-
-
-H._Interpreter.step = _step
 
 
 def parse(text: str):

@@ -10,7 +10,6 @@ import pytest
 from xdsl.dialects.builtin import StringAttr
 
 import minimlir.compiler.interpreter as H
-import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
 from minimlir.dialects import loop
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule import lower_scheduled

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minimlir.compiler.interpreter as H
-import _schedule_kernels  # noqa: F401 - teaches the interpreter vector.broadcast
+import _schedule_kernels
 from minimlir.passes.loop.schedule import default as D
 from minimlir.passes.loop.schedule import lower_scheduled
 from minimlir.passes.loop.schedule.default.matmul import register_tile
