@@ -525,7 +525,7 @@ def _compile_blockop(self: _Interpreter, op: Operation):
     return run
 
 
-def _out_of_bounds(op: Operation, buf: np.ndarray, idx: tuple[int, ...]) -> bool:
+def _out_of_bounds(buf: np.ndarray, idx: tuple[int, ...]) -> bool:
     if len(idx) != buf.ndim:
         return True
     for i, s in zip(idx, buf.shape):
@@ -534,41 +534,43 @@ def _out_of_bounds(op: Operation, buf: np.ndarray, idx: tuple[int, ...]) -> bool
     return False
 
 
-def _compile_loadop(self: _Interpreter, op: Operation):
-    src, idxs, k = self.reader(op.memref), [self.reader(i) for i in op.indices], self.key(op.result)
-    n = op.result.type.get_shape()[0] if isinstance(op.result.type, VectorType) else None
+def _address(self: _Interpreter, op: Operation, memref: SSAValue, indices, n: int | None, what: str):
+    """A closure env -> (buffer, index) of a load or store of `n` lanes (None: a scalar), bounds-checked."""
+    src, idxs = self.reader(memref), [self.reader(i) for i in indices]
 
-    def run(env):
+    def at(env):
         buf = src(env)
         idx = tuple([int(i(env)) for i in idxs])
-        if _out_of_bounds(op, buf, idx):
+        if _out_of_bounds(buf, idx):
             _Interpreter._check_bounds(buf, idx, op)
-        if n is None:
-            env[k] = buf[idx]
-            return
-        if idx[-1] + n > buf.shape[-1]:
-            raise InterpError(f"vector load out of bounds: {idx} + {n} in {buf.shape}")
-        env[k] = buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
+        if n is not None and idx[-1] + n > buf.shape[-1]:
+            raise InterpError(f"vector {what} out of bounds: {idx} + {n} in {buf.shape}")
+        return buf, idx
+
+    return at
+
+
+def _compile_loadop(self: _Interpreter, op: Operation):
+    n = op.result.type.get_shape()[0] if isinstance(op.result.type, VectorType) else None
+    at, k = _address(self, op, op.memref, op.indices, n, "load"), self.key(op.result)
+
+    def run(env):
+        buf, idx = at(env)
+        env[k] = buf[idx] if n is None else buf[idx[:-1]][idx[-1]: idx[-1] + n].copy()
 
     return run
 
 
 def _compile_storeop(self: _Interpreter, op: Operation):
-    dst, idxs, val = self.reader(op.memref), [self.reader(i) for i in op.indices], self.reader(op.value)
     n = op.value.type.get_shape()[0] if isinstance(op.value.type, VectorType) else None
+    at, val = _address(self, op, op.memref, op.indices, n, "store"), self.reader(op.value)
 
     def run(env):
-        buf = dst(env)
-        idx = tuple([int(i(env)) for i in idxs])
-        if _out_of_bounds(op, buf, idx):
-            _Interpreter._check_bounds(buf, idx, op)
-        v = val(env)
+        buf, idx = at(env)
         if n is None:
-            buf[idx] = v
-            return
-        if idx[-1] + n > buf.shape[-1]:
-            raise InterpError(f"vector store out of bounds: {idx} + {n} in {buf.shape}")
-        buf[idx[:-1]][idx[-1]: idx[-1] + n] = v
+            buf[idx] = val(env)
+        else:
+            buf[idx[:-1]][idx[-1]: idx[-1] + n] = val(env)
 
     return run
 
