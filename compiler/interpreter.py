@@ -286,8 +286,7 @@ class _Interpreter:
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         # id -> the freed array itself: holding it keeps its id from being reused by a new array
         self.freed: dict[int, np.ndarray] = {}
-        self._plans: dict[int, tuple[list, list[int] | None]] = {}  # id(block) -> (op closures, returned values)
-        self._ops: dict[int, object] = {}  # id(op) -> its closure (step())
+        self._plans: dict[int, tuple[list, list | None]] = {}  # id(block) -> (op closures, returned values)
         self._values: dict[int, SSAValue] = {}  # id -> value, for the message of a value used before definition
 
     # -- values ------------------------------------------------------------------------------
@@ -295,21 +294,6 @@ class _Interpreter:
     def key(self, v: SSAValue) -> int:
         self._values[id(v)] = v
         return id(v)
-
-    def get(self, env: dict, v: SSAValue):
-        try:
-            value = env[id(v)]
-        except KeyError:
-            raise InterpError(f"value {v} used before definition") from None
-        if isinstance(value, np.ndarray) and id(value) in self.freed:
-            raise InterpError(f"use of a deallocated buffer ({v.type})")
-        return value
-
-    def set(self, env: dict, v: SSAValue, value) -> None:
-        env[id(v)] = value
-
-    def getter(self, env: dict):
-        return lambda v: self.get(env, v)
 
     def reader(self, v: SSAValue):
         """A closure env -> the value of `v` (with the deallocated-buffer check for buffers)."""
@@ -348,14 +332,14 @@ class _Interpreter:
         try:
             with np.errstate(all="ignore"):  # NumPy's float warnings: the IR's semantics are IEEE's
                 return self.run_block(block, env) or []
-        except KeyError as e:
-            v = self._values.get(e.args[0]) if e.args else None
+        except KeyError as e:  # a closure read a value no op had written yet
+            v = self._values.get(e.args[0]) if e.args and isinstance(e.args[0], int) else None
             if v is None:
                 raise
             raise InterpError(f"value {v} used before definition") from None
 
-    def plan(self, block: Block) -> tuple[list, list[int] | None]:
-        """The block's op closures, and the keys of the values it returns (None: it yields)."""
+    def plan(self, block: Block) -> tuple[list, list | None]:
+        """The block's op closures, and the readers of the values it returns (None: it yields)."""
         p = self._plans.get(id(block))
         if p is None:
             fns, returned = [], None
@@ -370,7 +354,7 @@ class _Interpreter:
         return p
 
     def run_block(self, block: Block, env: dict):
-        """Run the ops of a block; returns the func.return values if it returns."""
+        """Run the ops of a block; returns the func.return values if it returns, else None."""
         fns, returned = self.plan(block)
         for fn in fns:
             fn(env)
@@ -379,33 +363,12 @@ class _Interpreter:
     # -- one op ------------------------------------------------------------------------------
 
     def compile(self, op: Operation):
-        """The op's closure: from the first rule of _COMPILE_RULES that takes its class; an op no rule
-        takes runs through step() (which tests may extend), an unsupported one fails when it runs."""
-        return (_rule(type(op)) or _via_step)(self, op)
-
-    def step(self, op: Operation, env: dict) -> None:
-        """Run one op (compiled on its first step)."""
-        fn = self._ops.get(id(op))
-        if fn is None:
-            fn = self._ops[id(op)] = (_rule(type(op)) or _compile_unsupported)(self, op)
-        fn(env)
-
-    def run_region(self, block: Block, env: dict) -> None:
-        fns, _ = self.plan(block)
-        for fn in fns:
-            fn(env)
-
-    @staticmethod
-    def _check_bounds(buf: np.ndarray, idx: tuple[int, ...], op: Operation) -> None:
-        if len(idx) != buf.ndim or any(not (0 <= i < s) for i, s in zip(idx, buf.shape)):
-            raise InterpError(f"{op.name} out of bounds: index {list(idx)} into shape {list(buf.shape)}")
+        """The op's closure, from the first rule of _COMPILE_RULES that takes its class (an op no rule
+        takes fails when it runs, not before)."""
+        return (_rule(type(op)) or _compile_unsupported)(self, op)
 
 
 # -- one op: a compiler per op kind, found by class, returning the op's closure env -> None ------
-
-
-def _via_step(self: _Interpreter, op: Operation):
-    return lambda env: self.step(op, env)
 
 
 def _compile_unsupported(self: _Interpreter, op: Operation):
@@ -517,10 +480,10 @@ def _compile_blockop(self: _Interpreter, op: Operation):
         if init is not None and all(vals[i] == 0 for i in reduce):
             for a, v in zip(init_args, vals):
                 env[a] = v
-            self.run_region(init, env)
+            self.run_block(init, env)
         for a, v in zip(body_args, vals):
             env[a] = v
-        self.run_region(body, env)
+        self.run_block(body, env)
 
     return run
 
@@ -542,7 +505,7 @@ def _address(self: _Interpreter, op: Operation, memref: SSAValue, indices, n: in
         buf = src(env)
         idx = tuple([int(i(env)) for i in idxs])
         if _out_of_bounds(buf, idx):
-            _Interpreter._check_bounds(buf, idx, op)
+            raise InterpError(f"{op.name} out of bounds: index {list(idx)} into shape {list(buf.shape)}")
         if n is not None and idx[-1] + n > buf.shape[-1]:
             raise InterpError(f"vector {what} out of bounds: {idx} + {n} in {buf.shape}")
         return buf, idx

@@ -32,10 +32,10 @@ from minimlir.passes.loop.schedule.default._helpers import (
     clone_block_ops,
     cores,
     exact_tile_loops,
-    split_loop,
     fit_width,
     l1d_bytes,
     l2_bytes,
+    split_loop,
 )
 from minimlir.passes.loop.schedule.affine import AffineForm, affine_of
 from minimlir.passes.loop.schedule.ir import materialize_form
