@@ -37,10 +37,11 @@ PIPELINES: dict[str, NamedPipeline] = {
         "graph dialect to llvm dialect: legalize ops to kernels, bufferize, plan memory, lower to llvm.",
     ),
     "compile-whole-module": NamedPipeline(
-        "graph-strength-reduce,graph-layout,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
+        "graph-strength-reduce,graph-layout,graph-winograd,graph-pack-weights,graph-infer-dims,graph-lift-params,graph-fuse,graph-legalize,"
         "loop-fuse,graph-simplify-dims,loop-mark-inplace",
         "The part of `compile` that rewrites the whole module: powers by small constants to multiplies, "
-        "conv chains in the channel-blocked layout, symbolic dims, weights packed in the kernels' layouts once "
+        "conv chains in the channel-blocked layout, wide 3x3 convs as Winograd F(2x2, 3x3), symbolic dims, "
+        "weights packed in the kernels' layouts once "
         "at load time, fusion, legalization, kernel fusion (the split lowering runs it in the caller's process).",
     ),
     "compile-per-function": NamedPipeline(

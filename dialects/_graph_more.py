@@ -11,10 +11,11 @@ merges stay clean.
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import math
-from xdsl.dialects.builtin import BoolAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType, i64
 from xdsl.dialects.builtin import I64 as _I64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
@@ -46,6 +47,7 @@ from minimlir.dialects.graph import (
     _i64,
     _normalize_axis,
     _shape,
+    _ints,
     _tensor,
     dims_compatible,
     format_shape,
@@ -288,7 +290,60 @@ class ArgMinOp(IRDLOperation):
         _check_result_shape(reduce_result_shape(shape, [axis], bool(self.keepdims)), self.result)
 
 
+# --------------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3)'s input transform (graph-winograd)
+
+
+def winograd_input_shape(shape: Shape, tiles: Sequence[int]) -> list[int]:
+    """(16, N * th * tw, C) for an NCHW input (N, C, H, W) or a blocked one (N, C/B, H, W, B)."""
+    if len(shape) not in (4, 5):
+        raise VerifyException(f"input must be NCHW (rank 4) or channel-blocked (rank 5), got rank {len(shape)}")
+    if any(d == DYNAMIC for d in shape):
+        raise VerifyException(f"input shape {format_shape(shape)} must be static")
+    if len(tiles) != 2 or min(tiles) < 1:
+        raise VerifyException(f"tiles must be two positive counts, got {list(tiles)}")
+    channels = shape[1] * (shape[4] if len(shape) == 5 else 1)
+    return [16, shape[0] * tiles[0] * tiles[1], channels]
+
+
+@irdl_op_definition
+class WinogradInputOp(IRDLOperation):
+    """The input transform of Winograd's F(2x2, 3x3) convolution (graph-winograd): for every 2x2
+    output tile (i, j) of every image n and every channel c, the 4x4 input tile d at rows
+    2i - pads[0] … + 3 and columns 2j - pads[1] … + 3 (zero outside the input) becomes
+    V = B^T d B, stored as V[4a + b, (n * th + i) * tw + j, c] (the batched matmul's left operand).
+
+    %v = graph.winograd_input %x pads [1, 1] tiles [7, 7] : tensor<1x32x14x14x8xf32> -> tensor<16x49x256xf32>
+
+    The input is NCHW or channel-blocked (N, C/B, H, W, B); c is the logical channel either way."""
+
+    name = "graph.winograd_input"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    pads = prop_def(DenseArrayBase.constr(i64))
+    tiles = prop_def(DenseArrayBase.constr(i64))
+
+    traits = traits_def(Pure(), FusionKind.OPAQUE)
+    assembly_format = "$input `pads` $pads `tiles` $tiles attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, pads: Sequence[int], tiles: Sequence[int]):
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(winograd_input_shape(_shape(input), tiles), _elt(input))],
+            properties={"pads": _ints(pads), "tiles": _ints(tiles)},
+        )
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        _check_same_element_type(self, [("input", self.input), ("result", self.result)])
+        pads = self.pads.get_values()
+        if len(pads) != 2 or min(pads) < 0:
+            raise VerifyException(f"pads must be two non-negative counts (top, left), got {list(pads)}")
+        _check_result_shape(winograd_input_shape(_shape(self.input), self.tiles.get_values()), self.result)
+
+
 MORE_REDUCE = [ArgMinOp]
 MORE_ELEMENTWISE = [*TRIG_OPS, RoundOp]
 MORE_BROADCAST = [BitShiftOp]
-MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp, ArgMinOp]
+MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp, ArgMinOp, WinogradInputOp]

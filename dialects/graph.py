@@ -2622,6 +2622,7 @@ from minimlir.dialects._graph_more import (  # noqa: E402, F401  (they use the h
     SinhOp,
     SinOp,
     TanOp,
+    WinogradInputOp,
 )
 
 from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)

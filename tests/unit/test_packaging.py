@@ -99,9 +99,10 @@ def test_discovery_finds_every_pass_once_and_warns_nothing():
     assert rows["loop-mark-inplace"] == "minimlir.passes.loop.inplace"
     assert rows["mem-reuse-inputs"] == "minimlir.passes.mem.reuse_inputs"
     assert rows["graph-layout"] == "minimlir.passes.graph.layout"
-    assert len(rows) == 41  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
+    assert rows["graph-winograd"] == "minimlir.passes.graph.winograd"
+    assert len(rows) == 42  # + mem-check-sites (checked mode), graph-profile-nodes, convert-profile-kernels,
     # graph-strength-reduce, convert-math-to-polynomials, graph-pack-weights, graph-lift-params, mem-concat-in-place,
-    # loop-mark-inplace, mem-reuse-inputs, graph-layout
+    # loop-mark-inplace, mem-reuse-inputs, graph-layout, graph-winograd
 
 
 def test_alias_table_names_only_existing_modules():

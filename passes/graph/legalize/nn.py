@@ -523,3 +523,65 @@ class LegalizeGlobalAvgPool(_LegalizeGlobalPool):
             count = kb.top.imul(count, kb.dim(x, i))
         with kb.nest("global_avg_pool", kb.dims(y)[:2]) as (e, vs):
             e.store(e.div(e.load(y, out_idx(vs)), _as_element(e, count, t)), y, out_idx(vs))
+
+
+# -- Winograd F(2x2, 3x3) input transform -------------------------------------------------------
+
+
+@legalizes(graph.WinogradInputOp)
+class LegalizeWinogradInput(Legalization):
+    """One block "winograd_input" over (n, i, j, c) (blocked: (n, i, j, c/B, c%B), the channel
+    innermost, so loads and stores run along it): the 16 taps of the tile's 4x4 input window
+    (zero outside the input: a clamped load and a select, as the conv's padding), B^T d B in
+    adds and subtracts (rows, then columns), 16 stores V[4a + b, (n*th + i)*tw + j, c]."""
+
+    def build(self, op: graph.WinogradInputOp, kb: KernelBuilder) -> None:
+        (x,), (v,) = kb.inputs, kb.outputs
+        xs = _shape(x)
+        blocked = len(xs) == 5
+        h, w = xs[2], xs[3]
+        pt, pl = op.pads.get_values()
+        th, tw = op.tiles.get_values()
+        t = v.type.element_type
+        extents = [xs[0], th, tw, xs[1], *xs[4:]]
+        with kb.nest("winograd_input", extents) as (e, vs):
+            n, i, j, *cv = vs
+            zero = e.const(0, t)
+
+            def taps(var: Index, pad: int, size: int) -> list[tuple[Index, SSAValue | None]]:
+                """(clamped index, inside-the-input condition or None) of the window's 4 taps."""
+                out = []
+                last_tile = 2 * (th if size == h else tw) - 2
+                for a in range(4):
+                    raw = e.affine([(var, 2)], a - pad)
+                    lo, hi = a - pad < 0, last_tile + a - pad >= size
+                    cond = None
+                    if lo:
+                        cond = e.icmp("ge", raw, 0)
+                    if hi:
+                        c_hi = e.icmp("lt", raw, size)
+                        cond = c_hi if cond is None else e.and_(cond, c_hi)
+                    idx = e.imax(raw, 0) if lo else raw
+                    out.append((e.imin(idx, size - 1) if hi else idx, cond))
+                return out
+
+            rows, cols = taps(i, pt, h), taps(j, pl, w)
+            d = []
+            for r, rc in rows:
+                line = []
+                for c, cc in cols:
+                    val = e.load(x, [n, cv[0], r, c, *cv[1:]])
+                    cond = rc if cc is None else cc if rc is None else e.and_(rc, cc)
+                    line.append(val if cond is None else e.select(cond, val, zero))
+                d.append(line)
+
+            def bt(z: list[SSAValue]) -> list[SSAValue]:  # B^T z for a column z of four
+                return [e.sub(z[0], z[2]), e.add(z[1], z[2]), e.sub(z[2], z[1]), e.sub(z[1], z[3])]
+
+            cols_t = [bt([d[a][b] for a in range(4)]) for b in range(4)]  # cols_t[b][a'] = (B^T d)[a', b]
+            tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
+            chan = e.affine([(cv[0], xs[4]), (cv[1], 1)]) if blocked else cv[0]
+            for a in range(4):
+                row = bt([cols_t[b][a] for b in range(4)])  # ((B^T d) B)[a, :]
+                for b in range(4):
+                    e.store(row[b], v, [4 * a + b, tile, chan])
