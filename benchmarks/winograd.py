@@ -1,13 +1,14 @@
-"""graph-winograd: 3x3 stride-1 convs (with a ReLU) compiled with and without the pass, timed in
-the same process, interleaved (one thread by default). The shapes are ResNet-50's and VGG's.
+"""graph-winograd: 3x3 stride-1 convs (a ResNet block: two convs, a residual add, ReLUs) compiled
+direct, as F(2x2, 3x3) and as F(4x4, 3x3), timed in the same process, interleaved (one thread by
+default). The shapes are ResNet-50's and VGG's.
 
     python benchmarks/winograd.py                          # the default shapes, 30 runs each
     python benchmarks/winograd.py --shapes 256x14,64x56 --threads 2 --runs 50
 
-Per shape (C = K channels, an H x H map, batch 1; two convs in a chain with a residual add, as in a
-ResNet block): the median latency of both, the speedup (direct / winograd) and the max abs
-difference to onnxruntime. The rows with fewer channels or smaller maps than the pass's defaults
-run the pass with `min-channels=1 min-pixels=1`, so they show why the defaults stop there.
+Per shape (C = K channels, an H x H map, batch 1): the median latency of each, the speedups over
+the direct conv, which one the default pipeline takes (`default`: direct below the pass's
+min-channels / min-pixels, else F(4x4) from F4_MIN_SIDE on, else F(2x2)) and the largest
+relative difference to onnxruntime (max |diff| / max |ref|) of each.
 """
 
 from __future__ import annotations
@@ -53,30 +54,33 @@ def main() -> None:
 
     from minimlir.compiler.pipelines import expand
     from minimlir.frontend import compile
-    from minimlir.passes.graph.winograd import MIN_CHANNELS, MIN_PIXELS
+    from minimlir.passes.graph.winograd import F4_MIN_SIDE, MIN_CHANNELS, MIN_PIXELS
 
-    base = expand("compile")
-    print(f"{'shape':>10} {'direct ms':>10} {'winograd ms':>12} {'speedup':>8} {'max |diff|':>11}  pass")
+    base = expand("compile").replace("graph-winograd,", "")
+    variants = {"direct": base}
+    for m in (2, 4):
+        variants[f"F{m}"] = base.replace("graph-layout,", f"graph-layout,graph-winograd{{min-channels=1 min-pixels=1 tile={m}}},")
+    print(f"{'shape':>8} {'direct ms':>10} {'F2 ms':>8} {'F4 ms':>8} {'F2 x':>6} {'F4 x':>6} {'default':>8}  max rel diff (direct, F2, F4)")
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.shapes.split(","):
             c, h = map(int, spec.split("x"))
             path = model(Path(tmp) / f"{spec}.onnx", c, h)
-            forced = c < MIN_CHANNELS or h * h < MIN_PIXELS
-            option = "graph-winograd{min-channels=1 min-pixels=1}" if forced else "graph-winograd"
-            direct = compile(path, cache=False, num_threads=args.threads, pipeline=base.replace("graph-winograd,", ""))
-            wino = compile(path, cache=False, num_threads=args.threads, pipeline=base.replace("graph-winograd", option))
+            default = "direct" if c < MIN_CHANNELS or h * h < MIN_PIXELS else "F4" if h >= F4_MIN_SIDE else "F2"
+            models = {k: compile(path, cache=False, num_threads=args.threads, pipeline=v) for k, v in variants.items()}
             x = np.random.default_rng(1).standard_normal((1, c, h, h)).astype(np.float32)
             ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-            diff = max(float(np.abs(m(x)[0] - ref).max()) for m in (direct, wino))
-            times: dict[str, list[float]] = {"d": [], "w": []}
+            diffs = [float(np.abs(m(x)[0] - ref).max() / np.abs(ref).max()) for m in models.values()]
+            times: dict[str, list[float]] = {k: [] for k in models}
             for _ in range(args.runs):
-                for key, m in (("d", direct), ("w", wino)):
+                for key, m in models.items():
                     m(x)
                     t = time.perf_counter()
                     m(x)
                     times[key].append(time.perf_counter() - t)
-            d, w = statistics.median(times["d"]) * 1e3, statistics.median(times["w"]) * 1e3
-            print(f"{spec:>10} {d:>10.3f} {w:>12.3f} {d / w:>7.2f}x {diff:>11.2e}  {option}")
+            med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+            print(f"{spec:>8} {med['direct']:>10.3f} {med['F2']:>8.3f} {med['F4']:>8.3f} "
+                  f"{med['direct'] / med['F2']:>5.2f}x {med['direct'] / med['F4']:>5.2f}x {default:>8}  "
+                  + ", ".join(f"{d:.1e}" for d in diffs))
 
 
 if __name__ == "__main__":

@@ -294,26 +294,35 @@ class ArgMinOp(IRDLOperation):
 # Winograd F(2x2, 3x3)'s input transform (graph-winograd)
 
 
-def winograd_input_shape(shape: Shape, tiles: Sequence[int]) -> list[int]:
-    """(16, N * th * tw, C) for an NCHW input (N, C, H, W) or a blocked one (N, C/B, H, W, B)."""
+WINOGRAD_TILES = (2, 4)
+"""The output tiles m of F(m x m, 3x3) graph.winograd_input computes (graph-winograd's transforms)."""
+
+
+def winograd_input_shape(shape: Shape, tiles: Sequence[int], tile: int = 2) -> list[int]:
+    """((m+2)^2, N * th * tw, C) for an NCHW input (N, C, H, W) or a blocked one (N, C/B, H, W, B)."""
     if len(shape) not in (4, 5):
         raise VerifyException(f"input must be NCHW (rank 4) or channel-blocked (rank 5), got rank {len(shape)}")
     if any(d == DYNAMIC for d in shape):
         raise VerifyException(f"input shape {format_shape(shape)} must be static")
     if len(tiles) != 2 or min(tiles) < 1:
         raise VerifyException(f"tiles must be two positive counts, got {list(tiles)}")
+    if tile not in WINOGRAD_TILES:
+        raise VerifyException(f"tile must be one of {list(WINOGRAD_TILES)}, got {tile}")
     channels = shape[1] * (shape[4] if len(shape) == 5 else 1)
-    return [16, shape[0] * tiles[0] * tiles[1], channels]
+    return [(tile + 2) ** 2, shape[0] * tiles[0] * tiles[1], channels]
 
 
 @irdl_op_definition
 class WinogradInputOp(IRDLOperation):
-    """The input transform of Winograd's F(2x2, 3x3) convolution (graph-winograd): for every 2x2
-    output tile (i, j) of every image n and every channel c, the 4x4 input tile d at rows
-    2i - pads[0] … + 3 and columns 2j - pads[1] … + 3 (zero outside the input) becomes
-    V = B^T d B, stored as V[4a + b, (n * th + i) * tw + j, c] (the batched matmul's left operand).
+    """Winograd F(m x m, 3x3)'s input transform (graph-winograd): B^T d B of every tile's window.
+
+    m = `tile` (2 by default, or 4): for every m x m output tile (i, j) of every image n and every channel c,
+    the r x r input window d (r = m + 2) at rows m*i - pads[0] … + r - 1 and columns
+    m*j - pads[1] … (zero outside the input) becomes V = B^T d B, stored as
+    V[r*a + b, (n * th + i) * tw + j, c] (the batched matmul's left operand).
 
     %v = graph.winograd_input %x pads [1, 1] tiles [7, 7] : tensor<1x32x14x14x8xf32> -> tensor<16x49x256xf32>
+    %v = graph.winograd_input %x pads [1, 1] tiles [4, 4] tile 4 : tensor<1x256x14x14xf32> -> tensor<36x16x256xf32>
 
     The input is NCHW or channel-blocked (N, C/B, H, W, B); c is the logical channel either way."""
 
@@ -323,15 +332,18 @@ class WinogradInputOp(IRDLOperation):
     result = result_def(TensorType)
     pads = prop_def(DenseArrayBase.constr(i64))
     tiles = prop_def(DenseArrayBase.constr(i64))
+    tile = prop_def(IntegerAttr[_I64], default_value=_i64(2))
 
     traits = traits_def(Pure(), FusionKind.OPAQUE)
-    assembly_format = "$input `pads` $pads `tiles` $tiles attr-dict `:` type($input) `->` type($result)"
+    assembly_format = (
+        "$input `pads` $pads `tiles` $tiles (`tile` $tile^)? attr-dict `:` type($input) `->` type($result)"
+    )
 
-    def __init__(self, input: SSAValue, pads: Sequence[int], tiles: Sequence[int]):
+    def __init__(self, input: SSAValue, pads: Sequence[int], tiles: Sequence[int], tile: int = 2):
         super().__init__(
             operands=[input],
-            result_types=[_tensor(winograd_input_shape(_shape(input), tiles), _elt(input))],
-            properties={"pads": _ints(pads), "tiles": _ints(tiles)},
+            result_types=[_tensor(winograd_input_shape(_shape(input), tiles, tile), _elt(input))],
+            properties={"pads": _ints(pads), "tiles": _ints(tiles), "tile": _i64(tile)},
         )
 
     def verify_(self) -> None:
@@ -340,10 +352,79 @@ class WinogradInputOp(IRDLOperation):
         pads = self.pads.get_values()
         if len(pads) != 2 or min(pads) < 0:
             raise VerifyException(f"pads must be two non-negative counts (top, left), got {list(pads)}")
-        _check_result_shape(winograd_input_shape(_shape(self.input), self.tiles.get_values()), self.result)
+        shape = winograd_input_shape(_shape(self.input), self.tiles.get_values(), self.tile.value.data)
+        _check_result_shape(shape, self.result)
+
+
+def winograd_output_shape(shape: Shape, tiles: Sequence[int], tile: int, size: Sequence[int],
+                          block: int) -> list[int]:
+    """(N, K, OH, OW), or (N, K/B, OH, OW, B) with a block B, for a product M of shape
+    ((m+2)^2, N * th * tw, K)."""
+    if len(shape) != 3 or any(d == DYNAMIC for d in shape):
+        raise VerifyException(f"input must be a static ((m+2)^2, tiles, K) tensor, got {format_shape(shape)}")
+    if tile not in WINOGRAD_TILES:
+        raise VerifyException(f"tile must be one of {list(WINOGRAD_TILES)}, got {tile}")
+    if len(tiles) != 2 or min(tiles) < 1 or len(size) != 2 or min(size) < 1:
+        raise VerifyException(f"tiles {list(tiles)} and size {list(size)} must be two positive counts each")
+    th, tw = tiles
+    if shape[0] != (tile + 2) ** 2 or shape[1] % (th * tw):
+        raise VerifyException(f"input {format_shape(shape)} does not hold {(tile + 2) ** 2} tile elements of "
+                              f"a multiple of {th * tw} tiles")
+    if not (tile * (th - 1) < size[0] <= tile * th and tile * (tw - 1) < size[1] <= tile * tw):
+        raise VerifyException(f"size {list(size)} is not covered by exactly {list(tiles)} tiles of {tile}")
+    n, k = shape[1] // (th * tw), shape[2]
+    if block:
+        if block < 1 or k % block:
+            raise VerifyException(f"block {block} does not divide the {k} channels")
+        return [n, k // block, size[0], size[1], block]
+    return [n, k, size[0], size[1]]
+
+
+@irdl_op_definition
+class WinogradOutputOp(IRDLOperation):
+    """Winograd F(m x m, 3x3)'s output transform (graph-winograd): A^T M A, tiles into rows.
+
+    The product M ((m+2)^2, N * th * tw, K) of graph.winograd_input's result and the transformed filter becomes
+    Y = A^T M A per tile and channel, the m x m tiles interleaved into rows of `size` (the last
+    tiles' rows and columns past it dropped), NCHW or channel-blocked (`block`, NCHW{B}c).
+
+    %y = graph.winograd_output %m tiles [7, 7] size [14, 14] : tensor<16x49x256xf32> -> tensor<1x256x14x14xf32>
+    %y = graph.winograd_output %m tiles [4, 4] size [14, 14] tile 4 block 8
+        : tensor<36x16x256xf32> -> tensor<1x32x14x14x8xf32>"""
+
+    name = "graph.winograd_output"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    tiles = prop_def(DenseArrayBase.constr(i64))
+    size = prop_def(DenseArrayBase.constr(i64))
+    tile = prop_def(IntegerAttr[_I64], default_value=_i64(2))
+    block = prop_def(IntegerAttr[_I64], default_value=_i64(0))
+
+    traits = traits_def(Pure(), FusionKind.OUT_EWISE_FUSABLE)
+    assembly_format = (
+        "$input `tiles` $tiles `size` $size (`tile` $tile^)? (`block` $block^)? attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, tiles: Sequence[int], size: Sequence[int], tile: int = 2, block: int = 0):
+        shape = winograd_output_shape(_shape(input), tiles, tile, size, block)
+        super().__init__(
+            operands=[input],
+            result_types=[_tensor(shape, _elt(input))],
+            properties={"tiles": _ints(tiles), "size": _ints(size), "tile": _i64(tile), "block": _i64(block)},
+        )
+
+    def verify_(self) -> None:
+        _check_valid_shape(self)
+        _check_same_element_type(self, [("input", self.input), ("result", self.result)])
+        shape = winograd_output_shape(_shape(self.input), self.tiles.get_values(), self.tile.value.data,
+                                      self.size.get_values(), self.block.value.data)
+        _check_result_shape(shape, self.result)
 
 
 MORE_REDUCE = [ArgMinOp]
 MORE_ELEMENTWISE = [*TRIG_OPS, RoundOp]
 MORE_BROADCAST = [BitShiftOp]
-MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp, ArgMinOp, WinogradInputOp]
+MORE_OPS = [GatherElementsOp, GatherNDOp, CumSumOp, *MORE_ELEMENTWISE, BitShiftOp, ArgMinOp, WinogradInputOp,
+            WinogradOutputOp]

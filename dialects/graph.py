@@ -2623,6 +2623,7 @@ from minimlir.dialects._graph_more import (  # noqa: E402, F401  (they use the h
     SinOp,
     TanOp,
     WinogradInputOp,
+    WinogradOutputOp,
 )
 
 from minimlir.dialects._graph_coverage import (  # noqa: E402  (they use the helpers above)

@@ -1,6 +1,8 @@
 """graph-winograd: a 3x3 stride-1 convolution with many channels becomes Winograd's F(2x2, 3x3)
 (Lavin and Gray, 2015; TVM's and ncnn's conv2d_winograd): 16 multiplications per 2x2 output tile
-and channel pair, not 36, so 2.25x fewer FLOPs in the product that dominates.
+and channel pair, not 36, so 2.25x fewer FLOPs in the product that dominates. On maps of 28x28
+and more, F(4x4, 3x3): 36 per 4x4 tile, not 144, 4x fewer (`tile`, F4_MIN_SIDE below). F(2x2)
+is shown here; F(4x4) is the same with 6x6 windows, 36 tile elements and its own B, G, A.
 
     Y = A^T [ (G g G^T) * (B^T d B) ] A        per 4x4 input tile d, 3x3 filter g, 2x2 output tile
 
@@ -45,6 +47,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, ModuleO
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
 
 from minimlir.dialects import graph
 from minimlir.passes.graph.lift_params import weight_only
@@ -53,6 +56,28 @@ from minimlir.passes.graph.lift_params import weight_only
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float32)
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float32)
+# F(4x4, 3x3) (Lavin and Gray's, interpolation points 0, +-1, +-2, infinity): 6x6, 6x3, 4x6
+BT4 = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+                [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64)
+G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+               [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64)
+AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], np.float64)
+TRANSFORMS = {2: (BT, G, AT), 4: (BT4, G4, AT4)}
+"""Output tile m -> (B^T, G, A^T) of F(m x m, 3x3)."""
+F4_MIN_SIDE = 28
+"""`tile=0` (auto) takes F(4x4, 3x3) where the output is at least this many rows and columns, else
+F(2x2, 3x3): 36 products per 16 outputs, not 64, but its 4x4 tiles waste more of a small map and
+leave the batched matmul fewer rows (`python benchmarks/winograd.py`, one thread: two 64-channel
+convs at 56x56 direct 24.3 ms, F(2x2) 16.3, F(4x4) 9.7; 128 at 28x28 18.5, 10.3, 8.3; 256 at 14x14
+7.0, 3.8, 4.0). F(4x4)'s transforms have entries up to 8 and 1/24: about 5e-6 relative error per
+conv on unit-scale data, against 5e-7 for F(2x2) and 1.5e-6 for the direct conv (each against
+onnxruntime)."""
+
+
+def auto_tile(op: graph.Conv2dOp) -> int:
+    """The output tile `tile=0` takes for `op` (F4_MIN_SIDE)."""
+    rs = list(op.result.type.get_shape())  # type: ignore[union-attr]
+    return 4 if min(rs[2], rs[3]) >= F4_MIN_SIDE else 2
 
 MIN_CHANNELS = 64
 """Default `min-channels`: fewer input or output channels and the transforms cost what the product saves."""
@@ -90,16 +115,16 @@ def _const(array: np.ndarray) -> graph.ConstantOp:
     return graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [float(v) for v in array.ravel()]))
 
 
-def rewrite(op: graph.Conv2dOp) -> None:
-    """Replace the eligible conv `op` by its F(2x2, 3x3) form."""
+def rewrite(op: graph.Conv2dOp, tile: int = 2) -> None:
+    """Replace the eligible conv `op` by its F(m x m, 3x3) form, m = `tile` (2 or 4)."""
     f32 = Float32Type()
-    xs = list(op.input.type.get_shape())  # type: ignore[union-attr]
+    gm = TRANSFORMS[tile][1]
+    m, r = tile, tile + 2
     k, c = list(op.weight.type.get_shape())[:2]  # type: ignore[union-attr]
     rs = list(op.result.type.get_shape())  # type: ignore[union-attr]
     out_block = op.block.value.data
-    n = xs[0]
     oh, ow = rs[2], rs[3]
-    th, tw = -(-oh // 2), -(-ow // 2)  # 2x2 output tiles per column and row
+    th, tw = -(-oh // m), -(-ow // m)  # m x m output tiles per column and row
     pt, pl = op.pads.get_values()[:2]  # (the bottom and right pads only set the output size)
     new: list[Operation] = []
 
@@ -115,27 +140,15 @@ def rewrite(op: graph.Conv2dOp) -> None:
 
     # filter transform, weight-only: U[(x, y), c, k] = (G g_kc G^T)[x, y]
     g = reshape(op.weight, [k * c, 3, 3])
-    gg = matmul(matmul(emit(_const(G)), g), emit(_const(G.T.copy())))  # (K*C, 4, 4)
-    u = emit(graph.TransposeOp(reshape(gg, [k, c, 16]), [2, 1, 0]))  # (16, C, K)
+    gg = matmul(matmul(emit(_const(gm)), g), emit(_const(gm.T.copy())))  # (K*C, r, r)
+    u = emit(graph.TransposeOp(reshape(gg, [k, c, r * r]), [2, 1, 0]))  # (r*r, C, K)
 
-    # input transform: V[(a, b), tile, c] = (B^T d B)[a, b] of the tile's 4x4 window d
-    v = emit(graph.WinogradInputOp(op.input, [pt, pl], [th, tw]))  # (16, N*th*tw, C)
+    # input transform: V[(a, b), tile, c] = (B^T d B)[a, b] of the tile's r x r window d
+    v = emit(graph.WinogradInputOp(op.input, [pt, pl], [th, tw], m))  # (r*r, N*th*tw, C)
 
-    # the product, then the output transform
-    m = matmul(v, u)  # (16, N*th*tw, K)
-    y = matmul(emit(_const(np.kron(AT, AT))), reshape(m, [16, n * th * tw * k]))  # (4, …): (r, s) of a tile
-    if out_block:  # (r, s, N, th, tw, K/B, B) -> (N, K/B, th, r, tw, s, B)
-        kb = k // out_block
-        y = emit(graph.TransposeOp(reshape(y, [2, 2, n, th, tw, kb, out_block]), [2, 5, 3, 0, 4, 1, 6]))
-        full = [n, kb, 2 * th, 2 * tw, out_block]
-    else:  # (r, s, N, th, tw, K) -> (N, K, th, r, tw, s)
-        y = emit(graph.TransposeOp(reshape(y, [2, 2, n, th, tw, k]), [2, 5, 3, 0, 4, 1]))
-        full = [n, k, 2 * th, 2 * tw]
-    y = reshape(y, full)
-    if (2 * th, 2 * tw) != (oh, ow):  # an odd size: the last tile's extra row / column
-        ends = list(full)
-        ends[2], ends[3] = oh, ow
-        y = emit(graph.SliceOp(y, [0] * len(full), ends, [1] * len(full)))
+    # the product, then the output transform: Y = A^T M A per tile, the tiles interleaved into rows
+    prod = matmul(v, u)  # (r*r, N*th*tw, K)
+    y = emit(graph.WinogradOutputOp(prod, [th, tw], [oh, ow], m, out_block))
     if op.bias is not None:
         bshape = [1, k // out_block, 1, 1, out_block] if out_block else [1, k, 1, 1]
         y = emit(graph.AddOp(y, reshape(op.bias, bshape), op.result.type))
@@ -150,16 +163,21 @@ def rewrite(op: graph.Conv2dOp) -> None:
 @dataclass(frozen=True)
 class GraphWinogradPass(ModulePass):
     """3x3 stride-1 convs with at least `min-channels` input and output channels and `min-pixels`
-    output pixels per image run as Winograd's
-    F(2x2, 3x3): a filter transform at load time, an input transform, a batched matmul with 2.25x
-    fewer FLOPs than the direct conv, an output transform (see the module docstring)."""
+    output pixels per image run as Winograd's F(m x m, 3x3), m = `tile` (0: 4 on maps of at least
+    28x28, else 2; see F4_MIN_SIDE): a filter transform at load time, an input transform, a batched
+    matmul with 2.25x (m = 2) or 4x (m = 4) fewer FLOPs than the direct conv, an output transform
+    (see the module docstring)."""
 
     name = "graph-winograd"
 
     min_channels: int = MIN_CHANNELS
     min_pixels: int = MIN_PIXELS
+    tile: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.tile and self.tile not in TRANSFORMS:
+            raise PassFailedException(
+                f"graph-winograd: tile must be 0 (auto) or one of {sorted(TRANSFORMS)}, got {self.tile}")
         for conv in [o for o in op.walk() if isinstance(o, graph.Conv2dOp)]:
             if eligible(conv, self.min_channels, self.min_pixels):
-                rewrite(conv)
+                rewrite(conv, self.tile or auto_tile(conv))

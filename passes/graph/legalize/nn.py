@@ -525,36 +525,40 @@ class LegalizeGlobalAvgPool(_LegalizeGlobalPool):
             e.store(e.div(e.load(y, out_idx(vs)), _as_element(e, count, t)), y, out_idx(vs))
 
 
-# -- Winograd F(2x2, 3x3) input transform -------------------------------------------------------
+# -- Winograd F(m x m, 3x3) input transform ----------------------------------------------------
 
 
 @legalizes(graph.WinogradInputOp)
 class LegalizeWinogradInput(Legalization):
     """One block "winograd_input" over (n, i, j, c) (blocked: (n, i, j, c/B, c%B), the channel
-    innermost, so loads and stores run along it): the 16 taps of the tile's 4x4 input window
-    (zero outside the input: a clamped load and a select, as the conv's padding), B^T d B in
-    adds and subtracts (rows, then columns), 16 stores V[4a + b, (n*th + i)*tw + j, c]."""
+    innermost, so loads and stores run along it): the r x r taps of the tile's input window
+    (r = m + 2; zero outside the input: a clamped load and a select, as the conv's padding),
+    B^T d B with B^T's constant entries (adds and subtracts for the +-1s, no term for the 0s;
+    rows, then columns), r*r stores V[r*a + b, (n*th + i)*tw + j, c]."""
 
     def build(self, op: graph.WinogradInputOp, kb: KernelBuilder) -> None:
+        from minimlir.passes.graph.winograd import TRANSFORMS
+
         (x,), (v,) = kb.inputs, kb.outputs
         xs = _shape(x)
         blocked = len(xs) == 5
-        h, w = xs[2], xs[3]
         pt, pl = op.pads.get_values()
         th, tw = op.tiles.get_values()
+        m = op.tile.value.data
+        r = m + 2
+        bt = TRANSFORMS[m][0]
         t = v.type.element_type
         extents = [xs[0], th, tw, xs[1], *xs[4:]]
         with kb.nest("winograd_input", extents) as (e, vs):
             n, i, j, *cv = vs
             zero = e.const(0, t)
 
-            def taps(var: Index, pad: int, size: int) -> list[tuple[Index, SSAValue | None]]:
-                """(clamped index, inside-the-input condition or None) of the window's 4 taps."""
+            def taps(var: Index, pad: int, size: int, tiles: int) -> list[tuple[Index, SSAValue | None]]:
+                """(clamped index, inside-the-input condition or None) of the window's r taps."""
                 out = []
-                last_tile = 2 * (th if size == h else tw) - 2
-                for a in range(4):
-                    raw = e.affine([(var, 2)], a - pad)
-                    lo, hi = a - pad < 0, last_tile + a - pad >= size
+                for a in range(r):
+                    raw = e.affine([(var, m)], a - pad)
+                    lo, hi = a - pad < 0, m * (tiles - 1) + a - pad >= size
                     cond = None
                     if lo:
                         cond = e.icmp("ge", raw, 0)
@@ -565,23 +569,91 @@ class LegalizeWinogradInput(Legalization):
                     out.append((e.imin(idx, size - 1) if hi else idx, cond))
                 return out
 
-            rows, cols = taps(i, pt, h), taps(j, pl, w)
+            rows, cols = taps(i, pt, xs[2], th), taps(j, pl, xs[3], tw)
             d = []
-            for r, rc in rows:
+            for ri, rc in rows:
                 line = []
-                for c, cc in cols:
-                    val = e.load(x, [n, cv[0], r, c, *cv[1:]])
+                for ci, cc in cols:
+                    val = e.load(x, [n, cv[0], ri, ci, *cv[1:]])
                     cond = rc if cc is None else cc if rc is None else e.and_(rc, cc)
                     line.append(val if cond is None else e.select(cond, val, zero))
                 d.append(line)
 
-            def bt(z: list[SSAValue]) -> list[SSAValue]:  # B^T z for a column z of four
-                return [e.sub(z[0], z[2]), e.add(z[1], z[2]), e.sub(z[2], z[1]), e.sub(z[1], z[3])]
+            bt_times = _constant_matvec(e, bt, zero, t)  # z -> B^T z
 
-            cols_t = [bt([d[a][b] for a in range(4)]) for b in range(4)]  # cols_t[b][a'] = (B^T d)[a', b]
+            cols_t = [bt_times([d[a][b] for a in range(r)]) for b in range(r)]  # [b][a'] = (B^T d)[a', b]
             tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
             chan = e.affine([(cv[0], xs[4]), (cv[1], 1)]) if blocked else cv[0]
-            for a in range(4):
-                row = bt([cols_t[b][a] for b in range(4)])  # ((B^T d) B)[a, :]
-                for b in range(4):
-                    e.store(row[b], v, [4 * a + b, tile, chan])
+            for a in range(r):
+                row = bt_times([cols_t[b][a] for b in range(r)])  # ((B^T d) B)[a, :]
+                for b in range(r):
+                    e.store(row[b], v, [r * a + b, tile, chan])
+
+
+@legalizes(graph.WinogradOutputOp)
+class LegalizeWinogradOutput(Legalization):
+    """One block "winograd_output" over (n, i, j, k) (blocked: (n, i, j, k/B, k%B)), the channel
+    innermost: the tile's r*r products M[e, (n*th + i)*tw + j, k], A^T M A with A^T's constant
+    entries (rows, then columns), m*m stores. The last tiles' rows and columns past `size` store at
+    the last row / column (clamped), in descending order, so the one tile element that belongs
+    there is stored after them (no branch, and the stores stay affine but for the clamp)."""
+
+    def build(self, op: graph.WinogradOutputOp, kb: KernelBuilder) -> None:
+        from minimlir.passes.graph.winograd import TRANSFORMS
+
+        (mm,), (y,) = kb.inputs, kb.outputs
+        ys = _shape(y)
+        blocked = len(ys) == 5
+        th, tw = op.tiles.get_values()
+        oh, ow = op.size.get_values()
+        m = op.tile.value.data
+        r = m + 2
+        at = TRANSFORMS[m][2]
+        t = y.type.element_type
+        extents = [ys[0], th, tw, ys[1], *ys[4:]]
+        with kb.nest("winograd_output", extents) as (e, vs):
+            n, i, j, *kv = vs
+            zero = e.const(0, t)
+            tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
+            chan = e.affine([(kv[0], ys[4]), (kv[1], 1)]) if blocked else kv[0]
+            prod = [[e.load(mm, [r * a + b, tile, chan]) for b in range(r)] for a in range(r)]
+            combine = _constant_matvec(e, at, zero, t)
+            cols = [combine([prod[a][b] for a in range(r)]) for b in range(r)]  # [b][p] = (A^T M)[p, b]
+            out = [combine([cols[b][p] for b in range(r)]) for p in range(m)]  # [p][q] = (A^T M A)[p, q]
+
+            def positions(var: Index, size: int, tiles: int) -> list[Index]:
+                ragged = size < m * tiles
+                return [e.imin(e.affine([(var, m)], p), size - 1) if ragged else e.affine([(var, m)], p)
+                        for p in range(m)]
+
+            rows, cols_at = positions(i, oh, th), positions(j, ow, tw)
+            for p in reversed(range(m)):
+                for q in reversed(range(m)):
+                    e.store(out[p][q], y, [n, kv[0], rows[p], cols_at[q], *kv[1:]])
+
+
+def _constant_matvec(e: Emitter, mat, zero: SSAValue, t: Attribute) -> Callable[[list[SSAValue]], list[SSAValue]]:
+    """z -> mat z for a constant matrix (numpy): +-1 entries as adds and subtracts, 0s skipped,
+    others multiplied (each distinct factor one constant); the positive terms first."""
+    factors: dict[float, SSAValue] = {}
+
+    def apply(z: list[SSAValue]) -> list[SSAValue]:
+        out = []
+        for row in mat:
+            acc: SSAValue | None = None
+            for c, zv in sorted(zip(row, z), key=lambda cz: cz[0] < 0):
+                if c == 0:
+                    continue
+                if abs(c) != 1:
+                    f = float(abs(c))
+                    if f not in factors:
+                        factors[f] = e.const(f, t)
+                    zv = e.mul(zv, factors[f])
+                if acc is None:
+                    acc = zv if c > 0 else e.sub(zero, zv)
+                else:
+                    acc = e.add(acc, zv) if c > 0 else e.sub(acc, zv)
+            out.append(acc if acc is not None else zero)
+        return out
+
+    return apply

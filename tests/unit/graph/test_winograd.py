@@ -1,8 +1,10 @@
-"""graph-winograd: 3x3 stride-1 convs as Winograd's F(2x2, 3x3). The input transform op against a
-numpy reference on both backends (NCHW and channel-blocked input, padding, odd sizes); whole
-models against onnxruntime with and without graph-layout (the blocked and the NCHW form), odd and
-asymmetric padding, batch 2, no bias, a residual add fused after it; the default pipeline applies
-it to a 64-channel 14x14 conv and lifts the filter transform to load time."""
+"""graph-winograd: 3x3 stride-1 convs as Winograd's F(2x2, 3x3) and F(4x4, 3x3). The transform
+matrices against the direct correlation; the input transform op against a numpy reference on both
+backends (NCHW and channel-blocked input, padding, odd sizes, both tiles), and the output transform
+op (the tiles interleaved, cropped, blocked); whole models against
+onnxruntime with and without graph-layout (the blocked and the NCHW form), odd and asymmetric
+padding, batch 2, no bias, a residual add fused after it, both tiles; the default pipeline applies
+F(2x2) to a 64-channel 14x14 conv and F(4x4) at 28x28, and lifts the filter transform to load time."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from minimlir.compiler.interpreter import BACKENDS, assert_outputs, run_graph, t
 from minimlir.compiler.pipelines import expand
 from minimlir.frontend import compile
 from minimlir.frontend.api import load
-from minimlir.passes.graph.winograd import AT, BT, G
+from minimlir.passes.graph.winograd import TRANSFORMS
 
 RNG = np.random.default_rng(11)
 SMALL = "graph-winograd{min-channels=8 min-pixels=1}"
@@ -27,45 +29,84 @@ def rand(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def input_transform_ref(x: np.ndarray, pads, tiles) -> np.ndarray:
-    """V[4a + b, (n*th + i)*tw + j, c] = (B^T d B)[a, b], d the 4x4 window at (2i - pt, 2j - pl)."""
+def input_transform_ref(x: np.ndarray, pads, tiles, m: int = 2) -> np.ndarray:
+    """V[r*a + b, (n*th + i)*tw + j, c] = (B^T d B)[a, b], d the r x r window (r = m + 2) at
+    (m*i - pt, m*j - pl)."""
     n, c, h, w = x.shape
     th, tw = tiles
-    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), np.float64)
-    rows, cols = min(h, 2 * th + 2 - pads[0]), min(w, 2 * tw + 2 - pads[1])
+    r, bt = m + 2, TRANSFORMS[m][0]
+    xp = np.zeros((n, c, m * th + 2, m * tw + 2), np.float64)
+    rows, cols = min(h, m * th + 2 - pads[0]), min(w, m * tw + 2 - pads[1])
     xp[:, :, pads[0]:pads[0] + rows, pads[1]:pads[1] + cols] = x[:, :, :rows, :cols]
-    v = np.zeros((16, n * th * tw, c))
+    v = np.zeros((r * r, n * th * tw, c))
     for i in range(th):
         for j in range(tw):
-            d = xp[:, :, 2 * i:2 * i + 4, 2 * j:2 * j + 4]  # (n, c, 4, 4)
-            t = np.einsum("ab,ncbd,ed->naec", BT, d, BT).reshape(n, 16, c)
+            d = xp[:, :, m * i:m * i + r, m * j:m * j + r]  # (n, c, r, r)
+            t = np.einsum("ab,ncbd,ed->naec", bt, d, bt).reshape(n, r * r, c)
             v[:, np.arange(n) * th * tw + i * tw + j, :] = t.transpose(1, 0, 2)
     return v.astype(np.float32)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("shape,pads,tiles,block", [
-    ((1, 3, 6, 6), (1, 1), (3, 3), 0),    # whole tiles, zero border
-    ((2, 5, 7, 5), (1, 0), (4, 2), 0),    # odd rows: the last tile reads past the input (zeros)
-    ((1, 16, 5, 6), (2, 1), (3, 3), 8),   # channel-blocked input (N, C/8, H, W, 8)
+@pytest.mark.parametrize("shape,pads,tiles,block,m", [
+    ((1, 3, 6, 6), (1, 1), (3, 3), 0, 2),    # whole tiles, zero border
+    ((2, 5, 7, 5), (1, 0), (4, 2), 0, 2),    # odd rows: the last tile reads past the input (zeros)
+    ((1, 16, 5, 6), (2, 1), (3, 3), 8, 2),   # channel-blocked input (N, C/8, H, W, 8)
+    ((1, 3, 9, 7), (1, 1), (3, 2), 0, 4),    # F(4x4): 6x6 windows, the last ones past the input
+    ((2, 16, 8, 8), (0, 2), (2, 2), 8, 4),   # F(4x4), blocked, batch 2
 ])
-def test_input_transform_matches_numpy(backend, shape, pads, tiles, block):
+def test_input_transform_matches_numpy(backend, shape, pads, tiles, block, m):
     x = rand(*shape)
     xin = x.reshape(shape[0], shape[1] // block, block, *shape[2:]).transpose(0, 1, 3, 4, 2) if block else x
-    ref = input_transform_ref(x, pads, tiles)
+    ref = input_transform_ref(x, pads, tiles, m)
+    attr = f" tile {m}" if m != 2 else ""
     text = f"""
     func.func @f(%x: {ttype(xin.shape)}) -> {ttype(ref.shape)} {{
-      %v = graph.winograd_input %x pads {list(pads)} tiles {list(tiles)} : {ttype(xin.shape)} -> {ttype(ref.shape)}
+      %v = graph.winograd_input %x pads {list(pads)} tiles {list(tiles)}{attr} : {ttype(xin.shape)} -> {ttype(ref.shape)}
       func.return %v : {ttype(ref.shape)}
     }}"""
-    assert_outputs(run_graph(text, [np.ascontiguousarray(xin)], backend), [ref], rtol=1e-5, atol=1e-5)
+    assert_outputs(run_graph(text, [np.ascontiguousarray(xin)], backend), [ref], rtol=1e-5, atol=1e-4)
 
 
-def test_transform_matrices_compute_a_convolution():
-    """A^T [(G g G^T) * (B^T d B)] A is the 2x2 valid correlation of a 4x4 tile with a 3x3 filter."""
-    d, g = RNG.standard_normal((4, 4)), RNG.standard_normal((3, 3))
-    y = AT @ ((G @ g @ G.T) * (BT @ d @ BT.T)) @ AT.T
-    direct = np.array([[np.sum(d[r:r + 3, s:s + 3] * g) for s in range(2)] for r in range(2)])
+def output_transform_ref(prod: np.ndarray, tiles, size, m: int, block: int) -> np.ndarray:
+    """Y[n, k, m*i + p, m*j + q] = (A^T M A)[p, q] of tile (n, i, j), cropped to `size`; blocked
+    (N, K/B, OH, OW, B) with a block."""
+    th, tw = tiles
+    r, at = m + 2, TRANSFORMS[m][2]
+    k = prod.shape[2]
+    n = prod.shape[1] // (th * tw)
+    t = prod.astype(np.float64).reshape(r, r, n, th, tw, k)
+    y = np.einsum("pa,abnijk,qb->nkipjq", at, t, at).reshape(n, k, m * th, m * tw)[:, :, :size[0], :size[1]]
+    if block:
+        y = y.reshape(n, k // block, block, *size).transpose(0, 1, 3, 4, 2)
+    return np.ascontiguousarray(y).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n,k,tiles,size,m,block", [
+    (1, 3, (3, 3), (6, 6), 2, 0),     # whole tiles
+    (2, 5, (4, 2), (7, 3), 2, 0),     # odd rows and columns: the last tiles' extra ones dropped
+    (1, 16, (2, 3), (7, 10), 4, 8),   # F(4x4), blocked, cropped
+])
+def test_output_transform_matches_numpy(backend, n, k, tiles, size, m, block):
+    prod = rand((m + 2) ** 2, n * tiles[0] * tiles[1], k)
+    ref = output_transform_ref(prod, tiles, size, m, block)
+    attrs = (f" tile {m}" if m != 2 else "") + (f" block {block}" if block else "")
+    text = f"""
+    func.func @f(%m: {ttype(prod.shape)}) -> {ttype(ref.shape)} {{
+      %y = graph.winograd_output %m tiles {list(tiles)} size {list(size)}{attrs} : {ttype(prod.shape)} -> {ttype(ref.shape)}
+      func.return %y : {ttype(ref.shape)}
+    }}"""
+    assert_outputs(run_graph(text, [prod], backend), [ref], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("m", sorted(TRANSFORMS))
+def test_transform_matrices_compute_a_convolution(m):
+    """A^T [(G g G^T) * (B^T d B)] A is the m x m valid correlation of an (m+2)^2 tile with a 3x3 filter."""
+    bt, gm, at = TRANSFORMS[m]
+    d, g = RNG.standard_normal((m + 2, m + 2)), RNG.standard_normal((3, 3))
+    y = at @ ((gm @ g @ gm.T) * (bt @ d @ bt.T)) @ at.T
+    direct = np.array([[np.sum(d[r:r + 3, s:s + 3] * g) for s in range(m)] for r in range(m)])
     np.testing.assert_allclose(y, direct, rtol=1e-5, atol=1e-5)
 
 
@@ -93,15 +134,17 @@ def _ops(path, pipeline: str) -> list[str]:
 
 
 @pytest.mark.parametrize("layout", [True, False], ids=["blocked", "nchw"])
-@pytest.mark.parametrize("case", [
-    dict(n=2, c=16, k=24, h=7, w=9),                              # odd size: the last tile cropped
-    dict(n=1, c=16, k=16, h=10, w=11, pads=(0, 2, 1, 0)),         # asymmetric padding
-    dict(n=1, c=16, k=16, h=8, w=8, bias=False, residual=True),   # no bias, a residual add after it
-], ids=["odd", "asymmetric", "residual"])
-def test_models_match_onnxruntime(tmp_path, case, layout):
+@pytest.mark.parametrize("case,m", [
+    (dict(n=2, c=16, k=24, h=7, w=9), 2),                              # odd size: the last tile cropped
+    (dict(n=1, c=16, k=16, h=10, w=11, pads=(0, 2, 1, 0)), 2),         # asymmetric padding
+    (dict(n=1, c=16, k=16, h=8, w=8, bias=False, residual=True), 2),   # no bias, a residual add after it
+    (dict(n=2, c=16, k=24, h=9, w=10), 4),                             # F(4x4), cropped rows and columns
+], ids=["odd", "asymmetric", "residual", "f4"])
+def test_models_match_onnxruntime(tmp_path, case, m, layout):
     path = str(_model(tmp_path / "m.onnx", **case))
-    pipeline = expand("compile").replace("graph-winograd,", SMALL + ",")
-    front = "graph-strength-reduce,graph-layout," + SMALL
+    small = SMALL.replace("}", f" tile={m}}}")
+    pipeline = expand("compile").replace("graph-winograd,", small + ",")
+    front = "graph-strength-reduce,graph-layout," + small
     if not layout:
         pipeline, front = pipeline.replace("graph-layout,", ""), front.replace("graph-layout,", "")
     ops = _ops(path, front)
@@ -120,7 +163,8 @@ def test_default_pipeline_takes_wide_convs_and_lifts_the_filter_transform(tmp_pa
     model = compile(path, cache=False)
     (u,) = [v for v in model.program.lifted_params().values() if v.shape == (16, 64, 64)]
     w = numpy_helper.to_array(onnx.load(path).graph.initializer[0])
-    np.testing.assert_allclose(u, np.einsum("xi,kcij,yj->xyck", G, w, G).reshape(16, 64, 64), rtol=1e-5, atol=1e-6)
+    g = TRANSFORMS[2][1]
+    np.testing.assert_allclose(u, np.einsum("xi,kcij,yj->xyck", g, w, g).reshape(16, 64, 64), rtol=1e-5, atol=1e-6)
     x = rand(1, 64, 14, 14)
     ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(model(x)[0], ref, rtol=1e-4, atol=1e-4)
@@ -128,3 +172,8 @@ def test_default_pipeline_takes_wide_convs_and_lifts_the_filter_transform(tmp_pa
     for args in ((1, 32, 64, 14, 14), (1, 64, 64, 7, 7)):
         small = str(_model(tmp_path / "small.onnx", *args))
         assert "graph.winograd_input" not in _ops(small, front)
+    # from 28x28 on, F(4x4): 36 tile elements
+    big = load(str(_model(tmp_path / "big.onnx", 1, 64, 64, 28, 28))).module
+    driver.lower(big, front)
+    (v,) = [op for op in big.walk() if op.name == "graph.winograd_input"]
+    assert v.tile.value.data == 4 and list(v.result.type.get_shape()) == [36, 49, 64]
