@@ -2,6 +2,7 @@
 
     python benchmarks/models.py --threads 1,2                # all nine at 1 and 2 threads, 10 runs
     python benchmarks/models.py --filter 'squeeze|shuffle' --runs 20 --threads 1 --json out.json
+    python benchmarks/models.py --filter resnet50 --without graph-winograd   # a pass's share: run both
 
 Per model and thread count, in a subprocess of its own (`--timeout`, so one failure costs one row):
 minimlir compiles it (`num_threads=T`; the JIT disk cache is off unless --cache, so the compile time is
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conformance import LIGHT_MODELS, light_input, onnx_data_dir  # noqa: E402
 
 
-def measure(name: str, runs: int, threads: int, cache: bool, settle: float = 0.1) -> dict:
+def measure(name: str, runs: int, threads: int, cache: bool, settle: float = 0.1, without: str = "") -> dict:
     import onnx
     import onnxruntime as ort
 
@@ -47,7 +48,17 @@ def measure(name: str, runs: int, threads: int, cache: bool, settle: float = 0.1
     in_name, x = light_input(model)
     row: dict = {"model": name, "threads": threads, "ops": len(model.graph.node)}
     t = time.perf_counter()
-    m = compile_model(path, cache=cache, num_threads=threads)
+    pipeline = None
+    if without:  # the default pipeline without these passes (a pass's effect, measured in one run)
+        from minimlir.compiler.pipelines import expand
+
+        drop = set(without.split(","))
+        steps = expand("compile").split(",")
+        unknown = drop - {s.split("{")[0] for s in steps}
+        if unknown:
+            raise SystemExit(f"--without: not in the compile pipeline: {', '.join(sorted(unknown))}")
+        pipeline = ",".join(s for s in steps if s.split("{")[0] not in drop)
+    m = compile_model(path, cache=cache, num_threads=threads, pipeline=pipeline)
     row["compile_s"] = time.perf_counter() - t
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -85,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle", type=float, default=0.1,
                    help="seconds of pause before each side's runs (the other side's pool goes idle)")
     p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--without", default="", metavar="PASSES",
+                   help="compile with the default pipeline minus these passes (comma-separated), e.g. graph-winograd")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # worker: measure one model, print JSON
     args = p.parse_args(argv)
     try:
@@ -95,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --threads wants positive integers like 1,2, not {args.threads!r}", file=sys.stderr)
         return 1
     if args.one:
-        print(json.dumps(measure(args.one, args.runs, threads[0], args.cache, args.settle)))
+        print(json.dumps(measure(args.one, args.runs, threads[0], args.cache, args.settle, args.without)))
         return 0
     import re
 
@@ -109,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         for name in models:
             cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--runs", str(args.runs),
-                   "--threads", str(t), "--settle", str(args.settle)] + (["--cache"] if args.cache else [])
+                   "--threads", str(t), "--settle", str(args.settle), "--without", args.without] + (
+                       ["--cache"] if args.cache else [])
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
                 lines = proc.stdout.strip().splitlines()
