@@ -14,27 +14,31 @@ in graph ops the default pipeline already makes fast:
     the input (zero outside it: the conv's padding is never materialized), B^T d B in adds and
     subtracts, stored as (16, tiles, C), the channels innermost;
   * the product: a batched matmul (16, tiles, C) x (16, C, K), the matmul rule's register tiles;
-  * the output transform: the 4 x 16 matrix A^T (x) A^T, then a transpose that interleaves the
-    2x2 tiles back into rows (and crops an odd size), then the conv's bias. The conv's consumers
-    (ReLU, a residual add) fuse with it as they did with the conv.
+  * the output transform, one op (`graph.winograd_output`, one kernel): A^T M A per tile and
+    channel in adds, the tiles interleaved back into rows (an odd size's extra row or column
+    dropped), then the conv's bias. The conv's consumers (ReLU, a residual add) fuse with it as
+    they did with the conv.
 
     %y = graph.conv2d %x, %w, %b pads [1, 1, 1, 1] : (tensor<1x256x14x14xf32>, tensor<256x256x3x3xf32>, …) -> …
   ->
     %u = … G w G^T (weight-only) …                                        : tensor<16x256x256xf32>
     %v = graph.winograd_input %x pads [1, 1] tiles [7, 7] : tensor<1x256x14x14xf32> -> tensor<16x49x256xf32>
     %m = graph.matmul %v, %u : (tensor<16x49x256xf32>, tensor<16x256x256xf32>) -> tensor<16x49x256xf32>
-    … graph.matmul by A^T (x) A^T, reshape, transpose, reshape, graph.add %b …
+    %o = graph.winograd_output %m tiles [7, 7] size [14, 14] : tensor<16x49x256xf32> -> tensor<1x256x14x14xf32>
+    %y = graph.add %o, (reshaped %b)
 
 Both layouts: an NCHW input or a channel-blocked one (rank 5, graph-layout's NCHW{B}c), an NCHW
 or a blocked result (`block`). Applies to f32 convs with static shapes, group 1, stride and
 dilation 1, a weight-only 3x3 filter (not yet packed), and at least `min-channels` input and output
-channels: below that the transforms cost what the product saves. Measured on this project's
-machines (Zen 1, one thread; `python benchmarks/winograd.py`: a ResNet block of two convs, ReLU and
-residual add): 64 channels at 56x56 1.49x faster, 128 at 28x28 1.78x, 256 at 14x14 1.68x, 512 at
-7x7 1.03x (hence `min-pixels`); ResNet-50 end to end 1.13x.
+channels and `min-pixels` output pixels: below that the transforms cost what the product saves.
+Measured on this project's machines (Zen 1, one thread; `python benchmarks/winograd.py`: a ResNet
+block of two convs, ReLU and residual add; the default's choice): 64 channels at 56x56 2.49x
+faster (F(4x4)), 128 at 28x28 2.65x (F(4x4)), 256 at 14x14 1.69x (F(2x2)), 512 at 7x7 1.01x /
+1.16x (F(2x2) / F(4x4); direct by default, `min-pixels`); ResNet-50 end to end 1.05 -> 0.89 of
+onnxruntime's latency (`python benchmarks/models.py --filter resnet50 [--without graph-winograd]`).
 
-The result differs from the direct convolution by rounding only (F(2x2, 3x3)'s transforms are
-sums and halves: about 1e-6 relative on unit-scale data).
+The result differs from the direct convolution by rounding only (about 5e-7 relative for F(2x2, 3x3),
+whose transforms are sums and halves, and 5e-6 for F(4x4, 3x3); see F4_MIN_SIDE).
 """
 
 from __future__ import annotations
@@ -68,22 +72,21 @@ F4_MIN_SIDE = 28
 """`tile=0` (auto) takes F(4x4, 3x3) where the output is at least this many rows and columns, else
 F(2x2, 3x3): 36 products per 16 outputs, not 64, but its 4x4 tiles waste more of a small map and
 leave the batched matmul fewer rows (`python benchmarks/winograd.py`, one thread: two 64-channel
-convs at 56x56 direct 24.3 ms, F(2x2) 16.3, F(4x4) 9.7; 128 at 28x28 18.5, 10.3, 8.3; 256 at 14x14
-7.0, 3.8, 4.0). F(4x4)'s transforms have entries up to 8 and 1/24: about 5e-6 relative error per
+convs at 56x56 direct 12.3 ms, F(2x2) 8.1, F(4x4) 4.9; 128 at 28x28 12.1, 6.7, 4.6; 256 at 14x14
+11.3, 6.7, 7.7). F(4x4)'s transforms have entries up to 8 and 1/24: about 5e-6 relative error per
 conv on unit-scale data, against 5e-7 for F(2x2) and 1.5e-6 for the direct conv (each against
 onnxruntime)."""
+MIN_CHANNELS = 64
+"""Default `min-channels`: fewer input or output channels and the transforms cost what the product saves."""
+MIN_PIXELS = 196
+"""Default `min-pixels` (output pixels per image, 14x14): at 7x7 the 2x2 tiles cover 8x8 (31% wasted)
+and the batched matmul has 16 rows: ResNet-50's 512-channel convs at 7x7 gained nothing (1.01x)."""
 
 
 def auto_tile(op: graph.Conv2dOp) -> int:
     """The output tile `tile=0` takes for `op` (F4_MIN_SIDE)."""
     rs = list(op.result.type.get_shape())  # type: ignore[union-attr]
     return 4 if min(rs[2], rs[3]) >= F4_MIN_SIDE else 2
-
-MIN_CHANNELS = 64
-"""Default `min-channels`: fewer input or output channels and the transforms cost what the product saves."""
-MIN_PIXELS = 196
-"""Default `min-pixels` (output pixels per image, 14x14): at 7x7 the 2x2 tiles cover 8x8 (31% wasted)
-and the batched matmul has 16 rows: ResNet-50's 512-channel convs at 7x7 ran slower."""
 
 
 def eligible(op: graph.Conv2dOp, min_channels: int = MIN_CHANNELS, min_pixels: int = MIN_PIXELS) -> bool:

@@ -541,7 +541,6 @@ class LegalizeWinogradInput(Legalization):
 
         (x,), (v,) = kb.inputs, kb.outputs
         xs = _shape(x)
-        blocked = len(xs) == 5
         pt, pl = op.pads.get_values()
         th, tw = op.tiles.get_values()
         m = op.tile.value.data
@@ -582,8 +581,7 @@ class LegalizeWinogradInput(Legalization):
             bt_times = _constant_matvec(e, bt, zero, t)  # z -> B^T z
 
             cols_t = [bt_times([d[a][b] for a in range(r)]) for b in range(r)]  # [b][a'] = (B^T d)[a', b]
-            tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
-            chan = e.affine([(cv[0], xs[4]), (cv[1], 1)]) if blocked else cv[0]
+            tile, chan = _tile_and_channel(e, n, i, j, cv, th, tw, xs)
             for a in range(r):
                 row = bt_times([cols_t[b][a] for b in range(r)])  # ((B^T d) B)[a, :]
                 for b in range(r):
@@ -603,7 +601,6 @@ class LegalizeWinogradOutput(Legalization):
 
         (mm,), (y,) = kb.inputs, kb.outputs
         ys = _shape(y)
-        blocked = len(ys) == 5
         th, tw = op.tiles.get_values()
         oh, ow = op.size.get_values()
         m = op.tile.value.data
@@ -614,8 +611,7 @@ class LegalizeWinogradOutput(Legalization):
         with kb.nest("winograd_output", extents) as (e, vs):
             n, i, j, *kv = vs
             zero = e.const(0, t)
-            tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
-            chan = e.affine([(kv[0], ys[4]), (kv[1], 1)]) if blocked else kv[0]
+            tile, chan = _tile_and_channel(e, n, i, j, kv, th, tw, ys)
             prod = [[e.load(mm, [r * a + b, tile, chan]) for b in range(r)] for a in range(r)]
             combine = _constant_matvec(e, at, zero, t)
             cols = [combine([prod[a][b] for a in range(r)]) for b in range(r)]  # [b][p] = (A^T M)[p, b]
@@ -630,6 +626,15 @@ class LegalizeWinogradOutput(Legalization):
             for p in reversed(range(m)):
                 for q in reversed(range(m)):
                     e.store(out[p][q], y, [n, kv[0], rows[p], cols_at[q], *kv[1:]])
+
+
+def _tile_and_channel(e: Emitter, n: Index, i: Index, j: Index, cv: list[SSAValue], th: int, tw: int,
+                      shape: tuple[int, ...]) -> tuple[Index, Index]:
+    """The flat tile index (n*th + i)*tw + j and the logical channel (c, or c/B*B + c%B of a
+    channel-blocked `shape`) of the Winograd transforms' nest variables."""
+    tile = e.affine([(n, th * tw), (i, tw), (j, 1)])
+    chan = e.affine([(cv[0], shape[4]), (cv[1], 1)]) if len(shape) == 5 else cv[0]
+    return tile, chan
 
 
 def _constant_matvec(e: Emitter, mat, zero: SSAValue, t: Attribute) -> Callable[[list[SSAValue]], list[SSAValue]]:
