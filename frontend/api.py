@@ -692,7 +692,7 @@ def compile(  # noqa: A001 (the one obvious name)
         lowered = lower(
             module, rest, ctx=ctx, name=loaded.name,
             on_ir=on_ir if want_ir else None, source_text=loaded.text, metadata_entry=entry,
-            before={"loop-schedule": hook} if hook else None,
+            before=hook.hooks() if hook else None,
         )
         if lowered.metadata is not None:
             found["metadata"] = lowered.metadata
@@ -735,7 +735,9 @@ def _lower_in_parallel(module: ModuleOp, entry: str, loaded: Loaded, ctx: Contex
     graph-level prefix has run already)."""
     if sl.jobs() < 2 or not sl.applies(default_pipeline()):
         return None, default_pipeline()
-    pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
+    before_winograd = getattr(after_prefix, "before_winograd", None)  # a TuningHook's algorithm choices
+    pre = lower(module, sl.PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text,
+                before={"graph-winograd": before_winograd} if before_winograd else None)
     remarks.extend(pre.remarks)
     timings.update(pre.pass_seconds)
     if after_prefix is not None:

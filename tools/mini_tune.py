@@ -6,10 +6,13 @@
     mini-tune db distill tune.jsonl -o best.jsonl        # the best record per kernel and CPU
     mini-tune db merge a.jsonl b.jsonl -o all.jsonl
 
-The run shows a live table (task, trials, best GFLOP/s, speedup over the default schedule, ETA) and
-ends with a report in DB.report/ (summary.json, summary.md, tuning.png). Ctrl-C stops it; `--resume`
-continues the interrupted run. Apply the records with `mini-run MODEL --tuning-db tune.jsonl`,
-`compile(model, tuning_db="tune.jsonl")`, or `-p 'loop-schedule{tuning-db=tune.jsonl}'`.
+A model with convolutions first gets each conv's algorithm measured (direct, Winograd F(2x2, 3x3)
+or F(4x4, 3x3), within 30% of the budget; `--no-algorithms` skips it), then its kernels, compiled
+with those algorithms, are tuned. The run shows a live table (task, trials, best GFLOP/s, speedup
+over the default schedule, ETA) and ends with a report in DB.report/ (summary.json, summary.md,
+tuning.png). Ctrl-C stops it; `--resume` continues the interrupted run. Apply the records with
+`mini-run MODEL --tuning-db tune.jsonl`, `compile(model, tuning_db="tune.jsonl")`, or in a pipeline
+`-p 'graph-winograd{tuning-db=tune.jsonl},…,loop-schedule{tuning-db=tune.jsonl}'`.
 """
 
 from __future__ import annotations
@@ -75,7 +78,10 @@ def tune_parser() -> argparse.ArgumentParser:
     a("--report", default=None, metavar="DIR", help="report folder (default: DB.report next to --db)")
     a("--tasks", default=None, metavar="TEXT", help="only kernels whose name contains TEXT")
     a("--max-tasks", type=int, default=None, metavar="N", help="only the N heaviest kernels")
-    a("--list-tasks", action="store_true", help="print the kernels (tasks) and exit")
+    a("--list-tasks", action="store_true",
+      help="print the convs with an algorithm choice and the kernels (tasks), and exit")
+    a("--no-algorithms", action="store_true",
+      help="keep graph-winograd's default algorithm per conv (do not measure direct vs Winograd first)")
     a("--no-progress", action="store_true", help="no live table (one line per batch is not printed either)")
     return p
 
@@ -131,6 +137,11 @@ def run_tune(argv: list[str]) -> int:
         raise UsageError(f"{args.model}: no such file")
     dims = parse_dims(args.dim)
     if args.list_tasks:
+        if not args.no_algorithms:
+            from minimlir.tuning.algorithms import extract_convs
+
+            for c in extract_convs(args.model):
+                print(f"{c.key}  {c} candidates {', '.join(c.candidates)}")
         for t in extract_tasks(args.model, dims=dims):
             print(f"{t.key}  {t}")
         return 0
@@ -149,7 +160,8 @@ def run_tune(argv: list[str]) -> int:
                        resume=args.resume, executor=args.executor, address=args.address, dims=dims,
                        cost_model=args.cost_model, min_repeat_ms=args.min_repeat_ms, repeats=args.repeats,
                        report_dir=args.report,
-                       progress=not args.no_progress, task_filter=args.tasks, max_tasks=args.max_tasks)
+                       progress=not args.no_progress, task_filter=args.tasks, max_tasks=args.max_tasks,
+                       algorithms=not args.no_algorithms)
     try:
         res = tune(args.model, args.db, opts)
     except KeyboardInterrupt:

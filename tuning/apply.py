@@ -4,6 +4,8 @@
     mini-run model.onnx --tuning-db tune.jsonl
     mini-opt k.mlir -p 'loop-schedule{tuning-db=tune.jsonl}'
 
+Before graph-winograd, `stamp_algorithms(module, db)` gives each conv with an algorithm record for
+this CPU its measured choice (direct or Winograd F(2x2) / F(4x4); tuning/algorithms.py).
 `apply_records(module, db)` runs after the graph-level prefix (fusion, legalization, kernel fusion)
 and before `loop-schedule`: for every kernel it computes the task key (tuning/task.py) and looks up
 the best record for this CPU (exact CPU, then the same ISA class; tuning/database.py); a hit is
@@ -11,8 +13,9 @@ attached as the kernel's `loop.schedule_knobs`, which the default schedule reads
 an applicable record keeps the default schedule, and so does a kernel whose best record is the
 default schedule's own (candidate 0, or a confirmation the default won): its knob values are the
 ones the default rule chose for the task alone, which need not be the ones it chooses in the model.
-The result is one summary line, never a warning per kernel: "tuning: 42 of 53 kernels from
-tune.jsonl (5 keep the default schedule, their best)".
+The result is one summary line, never a warning per kernel: "tuning: 42 of 53 kernels, 4 of 4
+conv algorithms from tune.jsonl (5 keep the default schedule, their best)" (the convs only where
+the model has a conv with a choice to make).
 """
 
 from __future__ import annotations
@@ -40,12 +43,17 @@ class ApplySummary:
     skipped_lines: int = 0
     kept_default: int = 0
     by_kernel: dict[str, dict] = field(default_factory=dict)
+    algorithms: int = 0   # convs given a measured algorithm (tuning/algorithms.py)
+    convs: int = 0        # convs with more than one candidate algorithm
+    kernels_done: bool = True  # False: only the algorithms were applied (graph-winograd{tuning-db=…})
 
     def line(self) -> str:
         notes = ([f"{self.kept_default} keep the default schedule, their best"] if self.kept_default else []) + (
             [f"{self.skipped_lines} corrupt line(s) skipped"] if self.skipped_lines else [])
         note = f" ({'; '.join(notes)})" if notes else ""
-        return f"tuning: {self.applied} of {self.kernels} kernels from {self.db}{note}"
+        parts = ([f"{self.applied} of {self.kernels} kernels"] if self.kernels_done else []) + (
+            [f"{self.algorithms} of {self.convs} conv algorithms"] if self.convs or not self.kernels_done else [])
+        return f"tuning: {', '.join(parts)} from {self.db}{note}"
 
 
 _FINGERPRINT: dict | None = None
@@ -101,6 +109,18 @@ def apply_records(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None
     return s
 
 
+def stamp_algorithms(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None = None,
+                     summary: ApplySummary | None = None) -> ApplySummary:
+    """Give every conv of `module` (before graph-winograd) its recorded algorithm (tuning/algorithms.py)."""
+    from minimlir.tuning.algorithms import stamp
+
+    db = open_db(db_path)
+    db.records()
+    s = summary or ApplySummary(str(db_path), skipped_lines=db.skipped, kernels_done=False)
+    s.algorithms, s.convs = stamp(module, db, cpu or host_fingerprint())
+    return s
+
+
 class TuningHook:
     """What `compile(tuning_db=…)` runs once the prefix is done: apply_records plus the summary."""
 
@@ -108,6 +128,7 @@ class TuningHook:
         self.db = open_db(db_path)
         self.path = str(db_path)
         self.summary: ApplySummary | None = None
+        self.algorithms: ApplySummary | None = None
 
     def cache_tag(self) -> str:
         """The database's content hash and this CPU, for the compile cache key."""
@@ -115,9 +136,20 @@ class TuningHook:
         fp = host_fingerprint()
         return f"#tuning-db={h}:{fp['cpu']}"
 
+    def before_winograd(self, module: ModuleOp) -> None:
+        """Before graph-winograd: each conv with an algorithm record gets the measured choice."""
+        if self.algorithms is None:
+            self.algorithms = stamp_algorithms(module, self.path)
+
+    def hooks(self) -> dict:
+        """The pass manager hooks (`before` of frontend.api.lower): pass name -> call."""
+        return {"graph-winograd": self.before_winograd, "loop-schedule": self}
+
     def __call__(self, module: ModuleOp) -> None:
         if self.summary is None:  # once: the split lowering may fall back to the sequential one
             self.summary = apply_records(module, self.path)
+            if self.algorithms is not None:
+                self.summary.algorithms, self.summary.convs = self.algorithms.algorithms, self.algorithms.convs
 
     def report(self, remarks: list[str] | None = None, stream=None) -> str | None:
         """Print the summary line once (to stderr); from the cached remarks on a cache hit."""

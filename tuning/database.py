@@ -198,6 +198,19 @@ class Database:
                 if r.get("default") and isa_class(r.get("cpu", {})) == isa_class(cpu)]
         return recs[-1].get("knobs") if recs else None
 
+    def algorithms(self, conv: str | None = None) -> list[dict[str, Any]]:
+        """The conv algorithm records (tuning/algorithms.py), of one conv key or all."""
+        return [r for r in self.records() if r.get("kind") == "algorithm" and (conv is None or r.get("conv") == conv)]
+
+    def algorithm(self, conv: str, cpu: dict[str, Any]) -> dict[str, Any] | None:
+        """The latest algorithm record of the conv on this CPU, else on its ISA class, else None."""
+        recs = [r for r in self.algorithms(conv) if r.get("times")]
+        for match in (lambda c: same_cpu(c, cpu), lambda c: isa_class(c) == isa_class(cpu)):
+            pool = [r for r in recs if match(r.get("cpu", {}))]
+            if pool:
+                return pool[-1]
+        return None
+
     def confirmations(self, task: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.records() if r.get("kind") == "confirm" and (task is None or r.get("task") == task)]
 
@@ -235,7 +248,10 @@ def distill(src: Database, dst: str | os.PathLike) -> int:
             best[k] = r
     # every confirmation (one per task and run: few), in order: which of them is the verdict depends
     # on the rules' legality checks at lookup time
-    out = [{k: v for k, v in r.items() if k != "features"} for r in [*best.values(), *src.confirmations()]]
+    algos = {(r["conv"], r.get("cpu", {}).get("cpu"), r.get("cpu", {}).get("features")): r
+             for r in src.algorithms() if r.get("times")}  # the latest per conv and CPU
+    out = [{k: v for k, v in r.items() if k != "features"}
+           for r in [*best.values(), *src.confirmations(), *algos.values()]]
     d = Database(dst)
     if d.path.exists() and d.path.resolve() == src.path.resolve():
         raise DatabaseError(f"{dst}: distill into a new file, not into its source")
@@ -282,11 +298,22 @@ def show(db: Database) -> str:
         errs = ", ".join(f"{e} {n}" for e, n in sorted(row["err"].items())) or "-"
         lines.append(f"{row['name'][:32]:32} {key:20} {cpu[:10]:10} {row['n']:6d} {_ms(row['default']):>10} "
                      f"{_ms(row['best']):>10} {sp:7.2f}{'*' if row.get('confirmed') else ' '} {errs}")
+    latest = {(r["conv"], r.get("cpu", {}).get("cpu", "?")): r for r in db.algorithms() if r.get("times")}
+    if latest:
+        lines.append("")
+        lines.append(f"{'conv':60} {'cpu':10} {'default':>10} {'choice':>10} {'speedup':>7}")
+        for (_, cpu), r in sorted(latest.items(), key=lambda kv: kv[1].get("signature", "")):
+            times = {a: min(t) for a, t in r["times"].items() if t}
+            d, c = times.get(r.get("default"), float("inf")), times.get(r.get("choice"), float("inf"))
+            sp = d / c if d < float("inf") and c < float("inf") else float("nan")
+            lines.append(f"{r.get('signature', r['conv'])[:60]:60} {cpu[:10]:10} {r.get('default', '?'):>10} "
+                         f"{r.get('choice', '?'):>10} {sp:7.2f}")
     runs = db.runs()
     if any(row.get("confirmed") for row in rows.values()):
         lines.append("* confirmed: best and default re-measured side by side at the end of a run")
     lines.append(f"{len(rows)} task(s), {len(db.measurements())} record(s), "
-                 f"{len({r['run'] for r in runs})} run(s)" + (f"; {db.skipped_note()}" if db.skipped else ""))
+                 + (f"{len(latest)} conv algorithm choice(s), " if latest else "")
+                 + f"{len({r['run'] for r in runs})} run(s)" + (f"; {db.skipped_note()}" if db.skipped else ""))
     return "\n".join(lines)
 
 

@@ -119,14 +119,15 @@ def bind_time_kernels(module: ModuleOp) -> set[str]:
     return set(call_counts(module, lifted=True)) - set(call_counts(module))
 
 
-def _prefixed(model: Any, params=None) -> ModuleOp:
+def _prefixed(model: Any, params=None, before_winograd=None) -> ModuleOp:
     from minimlir.frontend import api
 
     ctx = api.make_context()
     loaded = api.load(model, params=params, ctx=ctx)
     module = loaded.module
     if api.graph_level(module):
-        api.lower(module, PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text)
+        api.lower(module, PREFIX, ctx=ctx, name=loaded.name, source_text=loaded.text,
+                  before={"graph-winograd": before_winograd} if before_winograd else None)
     return module
 
 
@@ -156,15 +157,17 @@ def _static_onnx(model: Any, dims: dict[str, int]):
 
 
 def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None,
-                  module: ModuleOp | None = None) -> list[Task]:
+                  module: ModuleOp | None = None, before_winograd=None) -> list[Task]:
     """The unique kernels of `model` (ONNX path / ModelProto, `.mlir` path or text), heaviest
-    (weight x FLOPs) first. `module`: the model already through the prefix (skips loading)."""
+    (weight x FLOPs) first. `module`: the model already through the prefix (skips loading).
+    `before_winograd(module)`: called before graph-winograd (the tuner stamps its conv algorithm
+    choices there, tuning/algorithms.py, so the kernels are those a compile with the database has)."""
     dims = dict(dims or {})
-    module = module if module is not None else _prefixed(model, params)
+    module = module if module is not None else _prefixed(model, params, before_winograd)
     twins: dict[str, func.FuncOp] = {}
     static = _static_onnx(model, dims) if module is not None else None
     if static is not None:
-        twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static))}
+        twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static, before_winograd=before_winograd))}
     counts = call_counts(module)
     once = bind_time_kernels(module)
     tasks: dict[str, Task] = {}

@@ -69,6 +69,7 @@ class TuneOptions:
     max_tasks: int | None = None
     confirm_top: int = 3             # candidates re-measured against the default at the end (0: off)
     confirm_rounds: int = 3
+    algorithms: bool = True          # first measure each conv's algorithm (tuning/algorithms.py)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class TuneResult:
     spearman: list[dict]
     report_paths: dict[str, str] = field(default_factory=dict)
     finished: bool = True
+    algorithms: list[dict] = field(default_factory=list)  # this run's conv algorithm records
     timings: dict[str, float] = field(default_factory=dict)  # this session: wall seconds of setup, loop, report;
     # timed_cpu: CPU seconds of the measuring processes inside timed loops; timed: wall seconds in them
     # (the measured run time, the confirmation's included)
@@ -124,40 +126,56 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
         last = db.last_run(mh)
         raise TuneError(f"{db_path}: nothing to resume: the last run of this model finished"
                         if last is not None else f"{db_path}: no run of this model to resume")
+    run = prev["run"] if prev else secrets.token_hex(6)
+    db.append([{"v": 1, "kind": "run", "status": "started", "run": run, "model_hash": mh,
+                "model": str(model) if isinstance(model, (str, os.PathLike)) else "<model>",
+                "time": _now(), "options": _opts_json(opts)}]
+              if not prev else [{"v": 1, "kind": "run", "status": "resumed", "run": run, "model_hash": mh,
+                                 "time": _now()}])
+    spent_trials, spent_s = 0, 0.0
+    if prev:
+        spent_s = float(prev.get("spent_s", 0.0)) + sum(
+            float(r.get("seconds", 0.0)) for r in db.runs() if r.get("run") == run and r.get("status") == "progress")
+    algos: list[dict] = []
+    before_winograd = None
     if tasks is None:
-        tasks = extract_tasks(model, dims=opts.dims)
+        t_alg = time.time()
+        if opts.algorithms:
+            algos, n = _tune_algorithms(model, db, opts, run, spent_s, t_start)
+            spent_trials += n
+            from minimlir.tuning.algorithms import stamp
+            from minimlir.tuning.measure import cpu_fingerprint
+
+            cpu0 = cpu_fingerprint()
+            before_winograd = lambda m: stamp(m, db, cpu0)  # noqa: E731
+        tasks = extract_tasks(model, dims=opts.dims, before_winograd=before_winograd)
+        if not prev:
+            db.append([{"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": mh,
+                        "seconds": time.time() - t_alg, "time": _now(), "tasks": [t.key for t in tasks]}])
     if opts.task_filter:
         tasks = [t for t in tasks if opts.task_filter in t.name]
     if opts.max_tasks:
         tasks = tasks[:opts.max_tasks]
     if not tasks:
+        db.append([{"v": 1, "kind": "run", "status": "finished", "run": run, "model_hash": mh, "time": _now(),
+                    "trials": spent_trials, "error": "no kernel to tune"}])
         raise TuneError("no kernel to tune")
-    run = prev["run"] if prev else secrets.token_hex(6)
-    spent_trials, spent_s = 0, 0.0
     rng = np.random.default_rng(opts.seed)
     trainer = Trainer(opts.cost_model, min_samples=opts.min_samples, seed=opts.seed)
     searches = [TaskSearch(t, trainer, np.random.default_rng([opts.seed, i]), epsilon=opts.epsilon)
                 for i, t in enumerate(tasks)]
     by_key = {s.task.key: s for s in searches}
     if prev:
-        spent_s = float(prev.get("spent_s", 0.0))
         for r in db.measurements():
             if r.get("run") == run and r["task"] in by_key:
                 by_key[r["task"]].update([r])
                 trainer.add(r.get("features"), _rec_cost(r), r["task"])
                 spent_trials += 1
                 by_key[r["task"]].global_trials.append(spent_trials)
-        spent_s += sum(float(r.get("seconds", 0.0)) for r in db.runs() if r.get("run") == run
-                       and r.get("status") == "progress")
         trainer.maybe_fit()
     workdir = opts.workdir or tempfile.mkdtemp(prefix="mini-tune-")
     executor = make_executor(opts, workdir)
     cpu = executor.fingerprint
-    db.append([{"v": 1, "kind": "run", "status": "started" if not prev else "resumed", "run": run,
-                "model_hash": mh, "model": str(model) if isinstance(model, (str, os.PathLike)) else "<model>",
-                "time": _now(), "options": _opts_json(opts), "tasks": [t.key for t in tasks]}]
-              if not prev else [{"v": 1, "kind": "run", "status": "resumed", "run": run, "model_hash": mh,
-                                 "time": _now()}])
     scheduler = TaskScheduler(searches, rng)
     progress = _progress(opts, searches)
     trials = spent_trials
@@ -182,7 +200,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             n = opts.batch_size if s.trials else min(opts.batch_size, 2)
             n = n if opts.trials is None else min(n, opts.trials - trials)
             if search_s is not None and trials > spent_trials:  # do not start what cannot finish
-                per_trial = (elapsed - spent_s) / max(1, trials - spent_trials)
+                per_trial = (time.time() - t_loop) / max(1, trials - spent_trials)
                 n = max(1, min(n, int((search_s - elapsed) / max(per_trial, 1e-3))))
             batch = s.propose(n, features=lambda pool, s=s: _scored(executor, s.task, pool))
             if not batch:
@@ -221,7 +239,8 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     if finished:
         db.append([{"v": 1, "kind": "run", "status": "finished", "run": run, "model_hash": mh,
                     "time": _now(), "trials": trials, "seconds": seconds}])
-    result = TuneResult(run, searches, trials, seconds, list(trainer.history), finished=finished)
+    result = TuneResult(run, searches, trials, seconds, list(trainer.history), finished=finished,
+                        algorithms=algos)
     from minimlir.tuning.report import write_report
 
     report_dir = opts.report_dir or str(Path(db_path).with_suffix("")) + ".report"
@@ -232,6 +251,51 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     if not finished:
         raise KeyboardInterrupt
     return result
+
+
+ALGORITHM_SHARE = 0.3
+"""At most this share of the budget (trials and seconds) goes to measuring conv algorithms."""
+
+
+def _tune_algorithms(model: Any, db: Database, opts: TuneOptions, run: str, spent_s: float,
+                     t_start: float) -> tuple[list[dict], int]:
+    """Measure the algorithms of each conv of `model` (tuning/algorithms.py), heaviest first, within
+    ALGORITHM_SHARE of the budget; a conv this run measured already (a resumed run) is not measured
+    again. Returns this run's algorithm records and the trials they count for (one per algorithm)."""
+    from minimlir.tuning.algorithms import extract_convs, make_record, measure_conv
+    from minimlir.tuning.measure import cpu_fingerprint
+
+    convs = extract_convs(model)
+    if not convs:
+        return [], 0
+    cpu = cpu_fingerprint()
+    done = {r["conv"]: r for r in db.algorithms() if r.get("run") == run}
+    out, trials = [], 0
+    max_trials = None if opts.trials is None else int(opts.trials * ALGORITHM_SHARE)
+    max_s = None if opts.budget_s is None else opts.budget_s * ALGORITHM_SHARE
+    for c in convs:
+        if c.key in done:
+            out.append(done[c.key])
+            trials += len(c.candidates)
+            continue
+        if max_trials is not None and trials + len(c.candidates) > max_trials:
+            break
+        if max_s is not None and spent_s + time.time() - t_start >= max_s:
+            break
+        res = measure_conv(c, threads=opts.threads, seed=opts.seed, min_repeat_ms=opts.min_repeat_ms,
+                           rounds=opts.repeats, timeout=opts.build_timeout + opts.run_timeout * len(c.candidates))
+        rec = make_record(c, res, cpu, run, opts.threads)
+        db.append([rec, {"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": model_hash(model),
+                         "seconds": res.seconds, "time": _now()}])
+        out.append(rec)
+        trials += len(c.candidates)
+        if opts.progress:
+            import sys
+
+            times = {a: min(t) for a, t in res.times.items() if t}
+            shown = ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
+            print(f"algorithm: {c}: {shown or 'no result'} -> {res.choice}", file=sys.stderr)
+    return out, trials
 
 
 CONFIRM_SHARE = 0.1

@@ -169,18 +169,42 @@ class GraphWinogradPass(ModulePass):
     output pixels per image run as Winograd's F(m x m, 3x3), m = `tile` (0: 4 on maps of at least
     28x28, else 2; see F4_MIN_SIDE): a filter transform at load time, an input transform, a batched
     matmul with 2.25x (m = 2) or 4x (m = 4) fewer FLOPs than the direct conv, an output transform
-    (see the module docstring)."""
+    (see the module docstring).
+
+    A conv's `graph.algorithm` attribute ("direct", "winograd2", "winograd4": mini-tune's measured
+    choice, tuning/algorithms.py) overrides the options and the thresholds; `tuning-db` stamps it
+    from a mini-tune database first (the compile driver does that itself for `tuning_db=`)."""
 
     name = "graph-winograd"
 
     min_channels: int = MIN_CHANNELS
     min_pixels: int = MIN_PIXELS
     tile: int = 0
+    tuning_db: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from minimlir.passes._diagnostics import emit_error
+        from minimlir.tuning import algorithms
+
         if self.tile and self.tile not in TRANSFORMS:
             raise PassFailedException(
                 f"graph-winograd: tile must be 0 (auto) or one of {sorted(TRANSFORMS)}, got {self.tile}")
+        if self.tuning_db:
+            from minimlir.passes._diagnostics import emit_remark
+            from minimlir.tuning.apply import TuningDbError, stamp_algorithms
+
+            try:
+                emit_remark(op, stamp_algorithms(op, self.tuning_db).line())
+            except TuningDbError as e:
+                emit_error(op, f"graph-winograd: {e}")
         for conv in [o for o in op.walk() if isinstance(o, graph.Conv2dOp)]:
-            if eligible(conv, self.min_channels, self.min_pixels):
-                rewrite(conv, self.tile or auto_tile(conv))
+            try:
+                chosen = algorithms.tile_of(conv)
+            except ValueError as e:
+                emit_error(conv, f"graph-winograd: {e}")
+            conv.attributes.pop(algorithms.ATTR, None)
+            if chosen is None:
+                if eligible(conv, self.min_channels, self.min_pixels):
+                    rewrite(conv, self.tile or auto_tile(conv))
+            elif chosen and eligible(conv, min_channels=1, min_pixels=1):
+                rewrite(conv, chosen)
