@@ -38,10 +38,8 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-ATTR = "graph.algorithm"
-"""The conv attribute graph-winograd honours: one of ALGORITHMS."""
-ALGORITHMS = {"direct": 0, "winograd2": 2, "winograd4": 4}
-"""Algorithm name -> graph-winograd's output tile (0: the direct conv)."""
+from minimlir.passes.graph.winograd import ALGORITHMS, ATTR  # the pass owns the attribute
+
 TIE = 0.02
 """The default algorithm keeps its place unless another is more than this share faster."""
 
@@ -106,12 +104,9 @@ def default_choice(op) -> str:
 
 def tile_of(op) -> int | None:
     """The tile a `graph.algorithm` attribute asks for (0: direct), or None when there is none."""
-    a = op.attributes.get(ATTR)
-    if not isinstance(a, StringAttr):
-        return None
-    if a.data not in ALGORITHMS:
-        raise ValueError(f"{ATTR} must be one of {', '.join(ALGORITHMS)}, got '{a.data}'")
-    return ALGORITHMS[a.data]
+    from minimlir.passes.graph.winograd import chosen_tile
+
+    return chosen_tile(op)
 
 
 def convs_of(module: ModuleOp) -> list:

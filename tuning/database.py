@@ -18,6 +18,11 @@ default: the verdict of re-timing its best few candidates side by side with the 
 (tuner.confirm; `knobs` the winner, possibly the default's own, `times` and `default_times` from those
 interleaved rounds).
 
+A conv's algorithm choice is one `"kind": "algorithm"` record per conv and CPU (tuning/algorithms.py):
+`conv` (the key of its signature), `signature`, `cpu`, `times` per algorithm ("direct",
+"winograd2", "winograd4"), `errors`, `choice`, `default`; `algorithm(conv, cpu)` returns the latest
+on the exact CPU, else on its ISA class.
+
 Run markers (`"kind": "run"`, `"status": "started" | "finished"`) bracket one `mini-tune` run, so an
 interrupted run (a start without a finish) can be resumed. Two writers may append at once: each batch
 is one `write` of whole lines on an O_APPEND descriptor under an exclusive `flock`. A corrupt line

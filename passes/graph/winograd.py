@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float32Type, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -76,6 +76,11 @@ convs at 56x56 direct 12.3 ms, F(2x2) 8.1, F(4x4) 4.9; 128 at 28x28 12.1, 6.7, 4
 11.3, 6.7, 7.7). F(4x4)'s transforms have entries up to 8 and 1/24: about 5e-6 relative error per
 conv on unit-scale data, against 5e-7 for F(2x2) and 1.5e-6 for the direct conv (each against
 onnxruntime)."""
+ATTR = "graph.algorithm"
+"""A conv attribute naming its algorithm (mini-tune's measured choice, tuning/algorithms.py): one of
+ALGORITHMS; it overrides the pass's options and thresholds."""
+ALGORITHMS = {"direct": 0, "winograd2": 2, "winograd4": 4}
+"""Algorithm name -> output tile m of F(m x m, 3x3) (0: the direct conv)."""
 MIN_CHANNELS = 64
 """Default `min-channels`: fewer input or output channels and the transforms cost what the product saves."""
 MIN_PIXELS = 196
@@ -110,6 +115,16 @@ def eligible(op: graph.Conv2dOp, min_channels: int = MIN_CHANNELS, min_pixels: i
     if op.bias is not None and list(op.bias.type.get_shape()) != [k]:  # type: ignore[union-attr]
         return False
     return weight_only(op.weight)
+
+
+def chosen_tile(op: graph.Conv2dOp) -> int | None:
+    """The tile `op`'s ATTR asks for (0: direct), or None when it has none."""
+    a = op.attributes.get(ATTR)
+    if not isinstance(a, StringAttr):
+        return None
+    if a.data not in ALGORITHMS:
+        raise ValueError(f"{ATTR} must be one of {', '.join(ALGORITHMS)}, got '{a.data}'")
+    return ALGORITHMS[a.data]
 
 
 def _const(array: np.ndarray) -> graph.ConstantOp:
@@ -184,7 +199,6 @@ class GraphWinogradPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from minimlir.passes._diagnostics import emit_error
-        from minimlir.tuning import algorithms
 
         if self.tile and self.tile not in TRANSFORMS:
             raise PassFailedException(
@@ -199,10 +213,10 @@ class GraphWinogradPass(ModulePass):
                 emit_error(op, f"graph-winograd: {e}")
         for conv in [o for o in op.walk() if isinstance(o, graph.Conv2dOp)]:
             try:
-                chosen = algorithms.tile_of(conv)
+                chosen = chosen_tile(conv)
             except ValueError as e:
                 emit_error(conv, f"graph-winograd: {e}")
-            conv.attributes.pop(algorithms.ATTR, None)
+            conv.attributes.pop(ATTR, None)
             if chosen is None:
                 if eligible(conv, self.min_channels, self.min_pixels):
                     rewrite(conv, self.tile or auto_tile(conv))

@@ -26,6 +26,7 @@ OPTIONAL = {
     ("compiler/interpreter.py", "backend"): "run_graph(backend='native'); the interpreter needs no JIT",
     ("passes/loop/schedule/__init__.py", "tuning"): "loop-schedule{tuning-db=}: read only with a database",
     ("frontend/api.py", "tuning"): "compile(tuning_db=): read only with a database",
+    ("passes/graph/winograd.py", "tuning"): "graph-winograd{tuning-db=}: read only with a database",
     ("backend/artifact.py", "frontend"): "the deprecated alias backend.artifact.build (frontend/build.py)",
 }
 
