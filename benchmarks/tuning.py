@@ -18,8 +18,9 @@
    and time in the measuring process per candidate (loading, warm-up, calibration, timed loops).
 3. Cost model: on the task with the most samples, fit on the first min(256, 3/4) measurements in
    order, Spearman rank correlation on the later ones (held out).
-4. End to end, ResNet-50 / SqueezeNet / a BERT-like encoder (2 layers, d=128, seq 128): tune the
-   `--e2e-tasks` heaviest tasks with the task scheduler (`--e2e-trials-per-task` each on average),
+4. End to end, ResNet-50 / SqueezeNet / a BERT-like encoder (2 layers, d=128, seq 128): measure
+   the convs' algorithms (direct / Winograd F(2x2) / F(4x4), one trial each; `--no-algorithms`
+   skips it), then tune the `--e2e-tasks` heaviest tasks with the task scheduler (`--e2e-trials-per-task` each on average),
    compile with and without `tuning_db=`, median latency over `--runs` alternating calls; next to
    onnxruntime (same threads) on the same input.
 5. Budgets: `--budget-model` tuned from scratch with each of `--budgets` (default 10m,60m: the
@@ -197,6 +198,7 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
     import onnxruntime as ort
 
     from minimlir.frontend import compile as compile_model
+    from minimlir.tuning.algorithms import extract_convs
     from minimlir.tuning.task import extract_tasks
     from minimlir.tuning.tuner import TuneOptions, tune
 
@@ -211,13 +213,23 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
             shutil.copy(resnet_db, db)  # the kernel section's records count too
         tasks = extract_tasks(path, dims=dims)
         tasks = tasks[:args.e2e_tasks] if args.e2e_tasks else tasks
+        # the convs' algorithms are measured first (one trial per candidate algorithm, on top of the
+        # kernels' trials); the kernels tuned are then those of the model compiled with the choices
+        convs = extract_convs(path) if args.algorithms else []
         t0 = time.time()
+        algos = []
         if args.e2e_trials_per_task:
-            tune(path, db, TuneOptions(trials=args.e2e_trials_per_task * len(tasks), threads=args.threads,
-                                       seed=args.seed, progress=False, dims=dims,
-                                       report_dir=str(work / f"{name}-report"), workdir=str(work / "w")),
-                 tasks=tasks)
+            res = tune(path, db, TuneOptions(trials=args.e2e_trials_per_task * len(tasks)
+                                             + sum(len(c.candidates) for c in convs), threads=args.threads,
+                                             seed=args.seed, progress=False, dims=dims,
+                                             max_tasks=args.e2e_tasks or None, algorithms=args.algorithms,
+                                             report_dir=str(work / f"{name}-report"), workdir=str(work / "w")))
+            algos = res.algorithms
         wall = time.time() - t0
+        for r in algos:
+            best = {a: min(t) for a, t in r["times"].items() if t}
+            print(f"    conv {r['signature'][:90]}: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in best.items())
+                  + f" -> {r['choice']} (default {r['default']}, x{r.get('weight', 1)})", flush=True)
         base = compile_model(path, cache=False, num_threads=args.threads)
         spec = base.inputs[0]  # the real input (old exports list the initializers as inputs too)
         if name == "bert_like":
@@ -239,7 +251,7 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
                 sess.run(None, feeds)
                 to.append(time.perf_counter() - t)
         diff = float(np.abs(np.asarray(base(**feeds)[0]) - np.asarray(tuned(**feeds)[0])).max())
-        row = {"model": name, "tasks_tuned": len(tasks), "tune_seconds": wall,
+        row = {"model": name, "tasks_tuned": len(tasks), "tune_seconds": wall, "algorithms": algos,
                "default_ms": statistics.median(tb) * 1e3, "tuned_ms": statistics.median(tt) * 1e3,
                "onnxruntime_ms": statistics.median(to) * 1e3, "max_abs_diff_tuned_vs_default": diff}
         row["speedup"] = row["default_ms"] / row["tuned_ms"]
@@ -267,7 +279,7 @@ def budget_section(args, work: Path, out: dict) -> None:
         db = work / f"{args.budget_model}-budget-{label}.jsonl"
         t0 = time.time()
         res = tune(path, db, TuneOptions(budget_s=seconds, threads=args.threads, seed=args.seed, progress=False,
-                                         dims=dims, build_jobs=args.build_jobs,
+                                         dims=dims, build_jobs=args.build_jobs, algorithms=args.algorithms,
                                          report_dir=str(work / f"budget-{label}-report"), workdir=str(work / "w")))
         dbs.append(db)
         print(f"  {label:>6}: {res.trials} trials in {time.time() - t0:.0f} s", flush=True)
@@ -314,6 +326,8 @@ def main(argv=None) -> int:
                    help="budget section: tune --budget-model from scratch with each budget ('' skips it)")
     p.add_argument("--budget-model", default="resnet50", choices=["resnet50", "squeezenet", "bert_like"])
     p.add_argument("--skip-kernels", action="store_true")
+    p.add_argument("--no-algorithms", dest="algorithms", action="store_false",
+                   help="end to end and budgets: do not measure the convs' algorithms (mini-tune --no-algorithms)")
     p.add_argument("--workdir", default=None)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)

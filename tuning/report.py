@@ -81,7 +81,16 @@ def summary(result) -> dict:
             "model": {"default_s": default if math.isfinite(default) else None,
                       "best_s": best if math.isfinite(best) else None,
                       "speedup": default / best if math.isfinite(best) and math.isfinite(default) else None},
-            "cost_model": result.spearman, "tasks": tasks}
+            "cost_model": result.spearman, "tasks": tasks,
+            "algorithms": [_algorithm_row(r) for r in getattr(result, "algorithms", [])]}
+
+
+def _algorithm_row(r: dict) -> dict:
+    best = {a: min(t) for a, t in r.get("times", {}).items() if t}
+    d, c = best.get(r.get("default")), best.get(r.get("choice"))
+    return {"conv": r.get("conv"), "signature": r.get("signature"), "weight": r.get("weight", 1),
+            "default": r.get("default"), "choice": r.get("choice"), "times_s": best, "errors": r.get("errors", {}),
+            "speedup": d / c if d and c else None}
 
 
 def _markdown(s: dict) -> str:
@@ -97,6 +106,14 @@ def _markdown(s: dict) -> str:
         lines.append(f"| {t['name']} | {t['rule']} | {t['weight']} | {t['trials']} | "
                      f"{_fmt_ms(t['default_s'] or math.inf)} | {_fmt_ms(t['best_s'] or math.inf)} | "
                      f"{(t['speedup'] or float('nan')):.2f}x | {t['best_gflops']:.2f} |")
+    if s.get("algorithms"):
+        lines += ["", "| conv | calls | default | choice | default ms | choice ms | speedup |",
+                  "|---|---:|---|---|---:|---:|---:|"]
+        for a in s["algorithms"]:
+            t = a["times_s"]
+            lines.append(f"| `{a['signature']}` | {a['weight']} | {a['default']} | {a['choice']} | "
+                         f"{_fmt_ms(t.get(a['default'], math.inf))} | {_fmt_ms(t.get(a['choice'], math.inf))} | "
+                         f"{(a['speedup'] or float('nan')):.2f}x |")
     if s["cost_model"]:
         lines += ["", "| cost model fit: samples | held-out Spearman |", "|---:|---:|"]
         lines += [f"| {h['samples']} | {h['spearman']:.3f} |" for h in s["cost_model"]]

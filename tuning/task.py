@@ -13,9 +13,11 @@ Kernels only graph-lift-params' functions call (weights packed once, when they a
 tasks: they are not part of a run.
 
 Dynamic dims (an ONNX `dim_param` such as "batch") stay dynamic in the kernel that is compiled and
-keyed; to measure it, the tuner needs sizes: for an ONNX model the same model is imported once more
-with every named dim bound (`dims`, default 1) and each kernel takes its twin's static shapes; for
-`.mlir` input every `?` of a kernel argument is `dims.get("?", 1)`.
+keyed; to measure it, the tuner needs sizes: the shapes the model calls it with when every named
+dim is bound (`dims`, default 1; an unnamed one `dims.get("?", 1)`), from graph-infer-dims'
+symbolic dims at its call site (`call_site_shapes`). Where a call's dims depend on tensor data, an
+ONNX model is imported once more with the dims bound and the kernel takes its twin's static
+shapes (same name, same ranks); failing that every `?` is `dims.get("?", 1)`.
 """
 
 from __future__ import annotations
@@ -170,6 +172,7 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
         twins = {k.sym_name.data: k for k in kernels_of(_prefixed(static, before_winograd=before_winograd))}
     counts = call_counts(module)
     once = bind_time_kernels(module)
+    at_calls = call_site_shapes(module, dims, twins)
     tasks: dict[str, Task] = {}
     for k in kernels_of(module):
         name = k.sym_name.data
@@ -180,6 +183,14 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
             tasks[key].weight += counts.get(name, 1)
             continue
         types = list(k.function_type.inputs.data)
+        if name in at_calls:  # the shapes the model calls it with at these dims: exact
+            shapes = at_calls[name]
+            dtypes = [_np_dtype(t.get_element_type()) for t in types]
+            task = Task(key=key, name=name, kernel_text=_standalone(k), shapes=shapes, dtypes=dtypes,
+                        num_outputs=_num_outputs(module, name), weight=counts.get(name, 1))
+            _fill_analysis(task)
+            tasks[key] = task
+            continue
         twin = twins.get(name)
         twin_types = list(twin.function_type.inputs.data) if twin is not None else None
         if twin_types is not None and [len(t.get_shape()) for t in twin_types] != [len(t.get_shape()) for t in types]:
@@ -194,6 +205,98 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
         _fill_analysis(task)
         tasks[key] = task
     return sorted(tasks.values(), key=lambda t: -t.weight * max(t.flops, 1.0))
+
+
+class _Env(dict):
+    """Symbol values for `dims`: a named dim (an ONNX dim_param) or an unnamed one ("?"), default 1;
+    a value read from tensor data (an opaque symbol) has none (KeyError)."""
+
+    def __init__(self, dims: dict[str, int]):
+        super().__init__()
+        self.bound = dims
+
+    def __missing__(self, name: str) -> int:
+        from minimlir.passes.graph._symbolic_dims import OPAQUE
+
+        if name.startswith(OPAQUE):
+            raise KeyError(name)
+        return int(self.bound.get(name, self.bound.get("?", 1)))
+
+
+def _twin_args(kernel: func.FuncOp, twin: func.FuncOp | None) -> list[list[int] | None] | None:
+    """Per argument, the twin's shape where it can be this argument bound (same rank, the same size
+    wherever the kernel's dim is static; a weight the twin packed differently is None); None when
+    the arity differs."""
+    if twin is None:
+        return None
+    ks = [list(t.get_shape()) for t in kernel.function_type.inputs.data]
+    ts = [list(t.get_shape()) for t in twin.function_type.inputs.data]
+    if len(ks) != len(ts):
+        return None
+    return [b if len(a) == len(b) and all(d < 0 or d == e for d, e in zip(a, b)) else None for a, b in zip(ks, ts)]
+
+
+def call_site_shapes(module: ModuleOp, dims: dict[str, int],
+                     twins: dict[str, func.FuncOp] | None = None) -> dict[str, list[list[int]]]:
+    """Each kernel with a dynamic argument -> its arguments' shapes (the call's args, then one output
+    buffer per result) at its first call site that can be sized: graph-infer-dims' symbolic dims
+    evaluated at `dims`. A dim read from tensor data (an opaque symbol: a Shape op's value, say)
+    takes its size from the kernel's static twin (`twins`: the same model imported with the dims
+    bound), the same size wherever the same expression recurs; a call with such a dim and no
+    matching twin is not sized here (extract_tasks falls back further)."""
+    from minimlir.dialects import graph
+    from minimlir.passes.graph._symbolic_dims import FunctionDims
+    from minimlir.passes.graph.lift_params import PARAMS_OF
+
+    twins = twins or {}
+    dynamic = {k.sym_name.data: k for k in kernels_of(module)
+               if any(d < 0 for t in k.function_type.inputs.data for d in t.get_shape())}
+    out: dict[str, list[list[int]]] = {}
+    env = _Env(dims)
+    for fn in module.ops:
+        if (not isinstance(fn, func.FuncOp) or not fn.body.blocks or len(fn.body.blocks) != 1
+                or fn.sym_name.data in dynamic or PARAMS_OF in fn.attributes):
+            continue
+        calls = [op for op in fn.body.block.ops if isinstance(op, graph.CallKernelOp)
+                 and op.callee.root_reference.data in dynamic and op.callee.root_reference.data not in out]
+        if not calls:
+            continue
+        try:
+            fd = FunctionDims(fn)
+        except Exception:  # noqa: BLE001 - a function the analysis does not cover: the fallback applies
+            continue
+        for op in calls:
+            name = op.callee.root_reference.data
+            if name in out:
+                continue
+            kernel = dynamic[name]
+            types = [list(t.get_shape()) for t in kernel.function_type.inputs.data]
+            values = list(op.args) + list(op.outputs)
+            if len(values) != len(types):
+                continue
+            twin = _twin_args(kernel, twins.get(name))
+            shapes, from_twin, ok = [], {}, True
+            for i, v in enumerate(values):
+                row = []
+                tw = twin[i] if twin is not None else None
+                for j, e in enumerate(fd.shape(v)):
+                    try:
+                        size = e.evaluate(env)
+                        if tw is not None and tw[j] != size:  # the twin is not this kernel bound
+                            twin, tw = None, None
+                    except (KeyError, ZeroDivisionError):
+                        size = tw[j] if tw is not None else -1
+                        if size < 0 or from_twin.setdefault(e, size) != size:
+                            ok = False
+                            break
+                    row.append(size)
+                if not ok:
+                    break
+                shapes.append(row)
+            if ok and all(len(sh) == len(t) and all(d < 0 or d == c for d, c in zip(t, sh)) and min(sh, default=0) >= 0
+                          for sh, t in zip(shapes, types)):
+                out[name] = shapes
+    return out
 
 
 def _np_dtype(t) -> str:

@@ -160,6 +160,9 @@ def test_tune_measures_algorithms_first(tmp_path):
     (rec,) = res.algorithms
     assert rec["choice"] in ("direct", "winograd2", "winograd4") and set(rec["times"]) == {"direct", "winograd2", "winograd4"}
     assert res.trials == 12  # 3 for the algorithms, then 9 kernel candidates
+    report = json.loads(open(res.report_paths["json"]).read())
+    assert report["algorithms"][0]["choice"] == rec["choice"] and report["algorithms"][0]["weight"] == 2
+    assert rec["signature"] in open(res.report_paths["markdown"]).read()
     db = Database(db_path)
     assert db.algorithm(rec["conv"], host_fingerprint())["run"] == res.run
     # the tasks come from the model as compiled with the choice: winograd's kernels when it won

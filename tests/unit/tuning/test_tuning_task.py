@@ -68,3 +68,26 @@ def test_weight_packing_at_bind_time_is_not_a_task():
     are bound): only the conv kernel the model runs is a task."""
     tasks = extract_tasks("examples/conv_add_relu.onnx", dims={"batch": 1})
     assert [t.rule for t in tasks] == ["conv2d"] and tasks[0].weight == 1
+
+
+def test_dynamic_kernels_are_measured_at_the_bound_dims(tmp_path):
+    """An encoder whose sequence length reaches the matmuls through a Shape-derived slice (a dim
+    read from tensor data) and whose matmul weights the statically bound twin packs differently:
+    the matmul tasks are sized at the bound `seq` from their call sites (graph-infer-dims' dims,
+    the data-dependent one from the twin), not at 1 (they were, and their records then made the
+    model slower)."""
+    import sys
+    from pathlib import Path
+
+    import onnx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
+    from test_dynamic_lengths import _encoder_model
+
+    path = tmp_path / "enc.onnx"
+    onnx.save(_encoder_model(layers=1, d=128, heads=4), str(path))
+    tasks = extract_tasks(str(path), dims={"batch": 1, "seq": 128})
+    mms = [t for t in tasks if t.rule == "matmul" and len(t.shapes[0]) == 3]
+    assert mms, [t.name for t in tasks]
+    for t in mms:
+        assert t.shapes[0][:2] == [1, 128] and t.shapes[-1][:2] == [1, 128], (t.name, t.shapes)
