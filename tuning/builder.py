@@ -32,7 +32,15 @@ from typing import Any
 
 from minimlir.tuning.task import Task
 
-REST_PIPELINE = "mem-plan,loop-outline-parallel,convert-vector-to-llvm,convert-to-llvm,convert-parallel-to-llvm"
+def _rest_pipeline() -> str:
+    from minimlir.tuning.measure import CANDIDATE_PIPELINE
+
+    first, _, rest = CANDIDATE_PIPELINE.partition(",")
+    assert first == "loop-schedule", CANDIDATE_PIPELINE
+    return rest
+
+
+REST_PIPELINE = _rest_pipeline()
 """CANDIDATE_PIPELINE (tuning/measure.py) after its first pass, loop-schedule."""
 
 MAX_TASKS = 64      # parsed tasks a worker keeps (least recently used goes)
