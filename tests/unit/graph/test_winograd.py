@@ -22,7 +22,7 @@ from minimlir.frontend.api import load
 from minimlir.passes.graph.winograd import TRANSFORMS
 
 RNG = np.random.default_rng(11)
-SMALL = "graph-winograd{min-channels=8 min-pixels=1}"
+SMALL = "graph-winograd{min-channels=1 min-pixels=1}"
 
 
 def rand(*shape):
@@ -139,7 +139,12 @@ def _ops(path, pipeline: str) -> list[str]:
     (dict(n=1, c=16, k=16, h=10, w=11, pads=(0, 2, 1, 0)), 2),         # asymmetric padding
     (dict(n=1, c=16, k=16, h=8, w=8, bias=False, residual=True), 2),   # no bias, a residual add after it
     (dict(n=2, c=16, k=24, h=9, w=10), 4),                             # F(4x4), cropped rows and columns
-], ids=["odd", "asymmetric", "residual", "f4"])
+    # what a tuning database may choose below the thresholds (tuning/algorithms.py)
+    (dict(n=1, c=1, k=1, h=1, w=1), 4),                                # one pixel: one tile, mostly padding
+    (dict(n=1, c=3, k=5, h=3, w=4, pads=(0, 0, 0, 0)), 2),             # no padding: a 1x2 output
+    (dict(n=1, c=16, k=16, h=5, w=5, pads=(0, 0, 0, 0)), 4),           # a 3x3 output in one ragged tile
+    (dict(n=1, c=24, k=8, h=6, w=7), 4),                               # channels not a whole vector block
+], ids=["odd", "asymmetric", "residual", "f4", "one-pixel", "valid", "valid-f4", "ragged-channels"])
 def test_models_match_onnxruntime(tmp_path, case, m, layout):
     path = str(_model(tmp_path / "m.onnx", **case))
     small = SMALL.replace("}", f" tile={m}}}")
