@@ -33,8 +33,9 @@ from pathlib import Path
 
 RESULT = "@@fuzz-result "
 WINOGRAD_ENV = "MINIMLIR_FUZZ_WINOGRAD"
-"""Set by `--winograd M` (so workers and replays see it): every conv Winograd can compute runs as
-F(M x M, 3x3), whatever its size (what a tuning database may choose, tuning/algorithms.py)."""
+"""Set by `--winograd M` (so workers and replays see it): the graph is compiled once per size, its
+dynamic dims bound (graph-winograd rewrites static convs only), and every conv Winograd can compute
+runs as F(M x M, 3x3), whatever its size (what a tuning database may choose, tuning/algorithms.py)."""
 
 
 def _check_options() -> dict:
@@ -42,11 +43,43 @@ def _check_options() -> dict:
     if not tile:
         return {}
     from minimlir.compiler.pipelines import expand
-    from minimlir.frontend import compile as compile_model
 
     forced = f"graph-winograd{{min-channels=1 min-pixels=1 tile={int(tile)}}}"
     pipeline = ",".join(forced if s == "graph-winograd" else s for s in expand("compile").split(","))
-    return {"compile_fn": lambda model: compile_model(model, cache=False, pipeline=pipeline)}
+    return {"compile_fn": lambda model: _StaticPerSize(model, pipeline)}
+
+
+class _StaticPerSize:
+    """`--winograd`: the model compiled once per binding of its dynamic dims, with them static
+    (graph-winograd takes static convs only), with `pipeline`; called like a compiled model."""
+
+    def __init__(self, model, pipeline: str):
+        from minimlir.frontend import random_graphs as rg
+
+        self.model, self.pipeline, self.compiled = model, pipeline, {}
+        self._compiled(rg.make_feeds(model, 0))  # the first size now: compile errors are compile errors
+
+
+    def __call__(self, **feeds):
+        return self._compiled(feeds)(**feeds)
+
+    def _compiled(self, feeds: dict):
+        import onnx
+
+        from minimlir.frontend import compile as compile_model
+
+        key = tuple(tuple(v.shape) for v in feeds.values())
+        if key not in self.compiled:
+            m = onnx.ModelProto()
+            m.CopyFrom(self.model)
+            for inp in m.graph.input:
+                if inp.name in feeds:
+                    for d, n in zip(inp.type.tensor_type.shape.dim, feeds[inp.name].shape):
+                        d.Clear()
+                        d.dim_value = int(n)
+            del m.graph.value_info[:]
+            self.compiled[key] = compile_model(m, cache=False, pipeline=self.pipeline)
+        return self.compiled[key]
 
 
 def _check_one(seed: int, index: int, out_dir: str | None, shrink: bool) -> dict:

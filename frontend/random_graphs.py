@@ -491,7 +491,8 @@ class GraphGenerator:
             if not self.valid_shape(shape):
                 raise _Retry
             x = self.new_float_input(shape)
-        y = self.op_conv(x, group=1, channels=int(self.choice((16, 32))))
+        # often the 3x3 stride-1 conv graph-winograd can compute (`fuzz_graphs.py --winograd`)
+        y = self.op_conv(x, group=1, channels=int(self.choice((16, 32))), winograd=self.coin(0.4))
         if self.coin(0.7):
             self.op_unary_named("Relu", y)
             y = self.pool[-1]
@@ -512,12 +513,18 @@ class GraphGenerator:
         lo, hi = (max(x.lo, 0.0), max(x.hi, 0.0)) if op == "Relu" else (x.lo, x.hi)
         self.add_node(op, [x.name], [self.out(_F, x.shape, lo, hi)])
 
-    def op_conv(self, x: Tensor | None = None, group: int | None = None, channels: int | None = None) -> Tensor:
+    def op_conv(self, x: Tensor | None = None, group: int | None = None, channels: int | None = None,
+                winograd: bool = False) -> Tensor:
         x = self.spatial_input() if x is None else x
         c = x.shape[1]
         if not isinstance(c, int):
             raise _Retry
-        kernel, strides, pads, dil, _, outs = self.window(x, pool=False)
+        if winograd and x.rank == 4 and all(isinstance(d, int) and d >= 3 for d in x.shape[2:]):
+            p = int(self.choice((0, 1)))  # a 3x3 stride-1 conv, "same" or "valid"
+            kernel, strides, pads, dil = [3, 3], [1, 1], [p, p, p, p], [1, 1]
+            outs = [d + 2 * p - 2 for d in x.shape[2:]]
+        else:
+            kernel, strides, pads, dil, _, outs = self.window(x, pool=False)
         groups = [g for g in (1, 2, 3, 4, 8) if c % g == 0]
         g = int(self.choice(groups)) if self.coin(0.5) else 1
         if self.coin(0.15) and c > 1:
