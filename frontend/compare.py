@@ -368,10 +368,10 @@ def _with_ir_version(proto: onnx.ModelProto, version: int) -> onnx.ModelProto:
 
 
 def _minimlir(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray], cache: bool,
-              num_threads: int | None) -> dict[str, np.ndarray]:
+              num_threads: int | None, **options: Any) -> dict[str, np.ndarray]:
     from minimlir.frontend.api import compile as compile_model
 
-    m = compile_model(proto, cache=cache, num_threads=num_threads)
+    m = compile_model(proto, cache=cache, num_threads=num_threads, **options)
     names = m.input_names
     outs = m(**{k: v for k, v in feeds.items() if k in names})
     return {n: np.asarray(o) for n, o in zip(m.output_names, outs)}
@@ -448,13 +448,19 @@ def compare_with_onnxruntime(
     method: str = "auto",
     cache: bool = True,
     num_threads: int | None = None,
+    checks: bool | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run `model` (ONNX path or ModelProto) on minimlir and ONNX Runtime with `feeds` (input name ->
     array) and find the first node whose output differs beyond `atol + rtol * |reference|`.
 
     `method`: "auto" (expose every intermediate; bisect by prefix graphs where that cannot compile
-    or hides the difference), "expose", or "bisect". `cache`: minimlir's compile cache.
+    or hides the difference), "expose", or "bisect". `cache`: minimlir's compile cache. `checks` and
+    `tuning_db`: as `compile` takes them (checked mode; a mini-tune database), for every compile here.
     """
+    options: dict[str, Any] = {"checks": checks}
+    if tuning_db is not None:
+        options["tuning_db"] = tuning_db
     if method not in ("auto", "expose", "bisect"):
         raise ValueError(f"method must be 'auto', 'expose' or 'bisect', got {method!r}")
     if rtol < 0 or atol < 0:
@@ -469,7 +475,7 @@ def compare_with_onnxruntime(
     producer = {o: n for n in nodes for o in n.outputs}
 
     # The original model, as a user runs it (this also reports unsupported ops, naming each).
-    got = _minimlir(proto, feeds, cache, num_threads)
+    got = _minimlir(proto, feeds, cache, num_threads, **options)
     want = reference.run(proto, feeds)
     original_kernels = kernel_map(proto)
 
@@ -500,7 +506,7 @@ def compare_with_onnxruntime(
     if method in ("auto", "expose"):
         exposed = _with_outputs(proto, len(nodes), exposable, types, proto.graph.name or "model")
         try:
-            got_x = _minimlir(exposed, feeds, cache, num_threads)
+            got_x = _minimlir(exposed, feeds, cache, num_threads, **options)
         except Exception as e:  # noqa: BLE001 (an op output minimlir cannot return: bisect instead)
             if method == "expose":
                 raise
@@ -520,7 +526,7 @@ def compare_with_onnxruntime(
             not exposed_ok or not all(d.ok for d in outputs)))):
         report.method = "bisect"
         _bisect(report, proto, nodes, types, graph_outputs, feeds, reference, diff, cache, num_threads,
-                original_bad=not all(d.ok for d in outputs))
+                original_bad=not all(d.ok for d in outputs), options=options)
     if report.first_wrong is not None:
         _describe_inputs(report, proto, producer)
     return report
@@ -554,7 +560,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def _bisect(report: Report, proto, nodes: list[_Node], types, graph_outputs, feeds, reference, diff,
-            cache: bool, num_threads: int | None, original_bad: bool) -> None:
+            cache: bool, num_threads: int | None, original_bad: bool, options: dict[str, Any]) -> None:
     """Binary search for the smallest k whose prefix graph (nodes 0..k, outputs: every value still live
     after k, and node k's own) differs; its first differing value (in node order) is first_wrong."""
     later_inputs: list[set[str]] = [set() for _ in nodes]  # values read by nodes after k
@@ -575,7 +581,7 @@ def _bisect(report: Report, proto, nodes: list[_Node], types, graph_outputs, fee
         if k not in tried:
             prefix = _with_outputs(proto, k + 1, frontiers[k], types, f"prefix_{k}")
             try:
-                got = _minimlir(prefix, feeds, cache, num_threads)
+                got = _minimlir(prefix, feeds, cache, num_threads, **options)
             except Exception as e:  # noqa: BLE001
                 report.notes.append(f"the graph cut after node #{k} '{nodes[k].label}' does not compile "
                                     f"({_first_line(e)}); taken as matching")

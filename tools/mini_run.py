@@ -16,7 +16,8 @@ empty tensors, bool counts `true=K`), then the values as NumPy prints them (summ
 `--compare onnxruntime` (ONNX models) runs the model on minimlir and on ONNX Runtime, compares every
 node output and prints the first node beyond tolerance (name, op, output, shape, max abs/rel error, the
 kernel it was fused into), exit code 1; or a one-line summary with the worst error, exit code 0
-(minimlir.frontend.compare).
+(minimlir.frontend.compare); with `--checks` and `--tuning-db` every compile of the comparison is checked
+and tuned.
 Any error (missing file, malformed IR, unknown entry, bad input) is one `error:` line on stderr, exit code 1;
 `MINIMLIR_TRACEBACK=1` adds the traceback. `--checks` (or MINIMLIR_CHECKS=1) compiles in checked mode: an
 out-of-bounds access or an output holding never-written values is such an error (`CheckError: …`).
@@ -356,7 +357,8 @@ def run_compare(args: argparse.Namespace, path: Path, dims: dict[str, int]) -> i
     if missing:
         raise UsageError(f"missing input(s): {', '.join(missing)} (give --input NAME=FILE.npy or --random-inputs)")
     report = compare_with_onnxruntime(path, given, rtol, atol, cache=not args.no_cache,
-                                      num_threads=args.num_threads)
+                                      num_threads=args.num_threads, checks=True if args.checks else None,
+                                      tuning_db=args.tuning_db or None)
     print(report.format())
     sys.stdout.flush()
     return 0 if report.ok else 1

@@ -124,12 +124,12 @@ def test_bisect_when_the_exposed_model_does_not_compile(monkeypatch):
     _break_relu(monkeypatch)
     real = cmp._minimlir
 
-    def refuse_exposed(proto, *args):
+    def refuse_exposed(proto, *args, **kw):
         if len(proto.graph.output) == 5:  # every node output
             from minimlir.frontend.api import CompileError
 
             raise CompileError("error: cannot return that intermediate")
-        return real(proto, *args)
+        return real(proto, *args, **kw)
 
     monkeypatch.setattr(cmp, "_minimlir", refuse_exposed)
     report = _compare(models.mlp(), _feeds())
@@ -263,3 +263,31 @@ def test_kernel_map_follows_groups_that_share_one_function():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 8])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     assert cmp.kernel_map(m) == {i: ["fused_matmul_add_relu"] for i in range(6)} | {6: ["softmax_0"]}
+
+
+def test_cli_compare_compiles_as_asked(tmp_path, monkeypatch, capsys):
+    """--checks and --tuning-db reach every compile of --compare (they were ignored: a "checked"
+    comparison ran unchecked)."""
+    from minimlir.frontend import api
+
+    path = tmp_path / "mlp.onnx"
+    onnx.save(models.mlp(), path)
+    db = tmp_path / "t.jsonl"
+    db.write_text("")
+    seen = []
+    real = api.compile
+
+    def spy(model, **kw):
+        seen.append({k: kw.get(k) for k in ("checks", "tuning_db")})
+        return real(model, **kw)
+
+    monkeypatch.setattr(api, "compile", spy)
+    args = ["--compare", "onnxruntime", str(path), "--random-inputs", "--dim", "batch=4", "--no-cache"]
+    assert mini_run.main([*args, "--checks", "--tuning-db", str(db)]) == 0
+    assert seen and all(s == {"checks": True, "tuning_db": str(db)} for s in seen), seen
+    assert "tuning: 0 of " in capsys.readouterr().err
+    seen.clear()
+    assert mini_run.main(args) == 0
+    assert seen and all(s == {"checks": None, "tuning_db": None} for s in seen), seen
+    assert mini_run.main([*args, "--tuning-db", str(tmp_path / "none.jsonl")]) == 1
+    assert "none.jsonl': no such file" in capsys.readouterr().err
