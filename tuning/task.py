@@ -70,13 +70,15 @@ def kernels_of(module: ModuleOp) -> list[func.FuncOp]:
 
 
 def normalized_text(kernel: func.FuncOp) -> str:
-    """The kernel printed with name `kernel`, no value names, no knob assignment, no in-place mark."""
+    """The kernel printed with name `kernel`, no value names, no knob assignment, no in-place mark,
+    no checked-mode access names."""
     from xdsl.dialects.builtin import StringAttr
 
     from minimlir.dialects import loop
     from minimlir.frontend.api import ir_text
     from minimlir.passes.loop.inplace import INPLACE_ATTR
     from minimlir.passes.loop.schedule.default.knobs import KNOBS_ATTR
+    from minimlir.passes.to_llvm._checks import SITE_ATTR
 
     k = kernel.clone()
     k.sym_name = StringAttr("kernel")
@@ -84,6 +86,7 @@ def normalized_text(kernel: func.FuncOp) -> str:
     # loop-mark-inplace's mark follows from the structure too: records written before it still match
     k.attributes.pop(INPLACE_ATTR, None)
     for op in k.walk():
+        op.attributes.pop(SITE_ATTR, None)  # checked mode's access names: a checked compile finds the records
         if isinstance(op, loop.BlockOp):  # the legalizer's stamps follow from the structure: keys
             loop.unstamp(op)              # stay those of records written before there were stamps
         for r in op.results:

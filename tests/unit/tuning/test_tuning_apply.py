@@ -140,3 +140,16 @@ def test_a_kernel_whose_best_record_is_the_default_keeps_the_default_schedule(se
     # and compile(profile=True) reads the database too (it dropped tuning_db= before)
     compile_model(str(model), tuning_db=str(db.path), profile=True, cache=False)
     assert "tuning: 0 of 1 kernels" in capfd.readouterr().err
+
+
+def test_checked_mode_applies_the_same_records(setup, capfd):
+    """A checked compile (its accesses named by mem-check-sites) finds the records a plain one does,
+    so the tuned kernels are the ones checked."""
+    from minimlir.frontend import compile as compile_model
+
+    model, task, db, knobs, _ = setup
+    a = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    m = compile_model(str(model), tuning_db=str(db.path), cache=False, checks=True)
+    assert f"tuning: 1 of 1 kernels from {db.path}" in capfd.readouterr().err
+    np.testing.assert_allclose(m(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)
