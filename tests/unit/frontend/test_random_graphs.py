@@ -227,3 +227,47 @@ def test_fixed_seed_sample_matches_onnxruntime(index, monkeypatch):
     res = rg.check(model)
     assert res.kind == "ok", f"{res.message}\n{rg.report_text(model, res)}"
     assert res.sizes_run >= 2
+
+
+def _winograd_convs(model: onnx.ModelProto) -> int:
+    """Convs graph-winograd can compute once the graph's dynamic dims are bound."""
+    from minimlir.frontend.api import load, lower, make_context
+    from minimlir.passes.graph.winograd import eligible
+    from minimlir.tuning.algorithms import convs_of
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for inp in m.graph.input:
+        for d in inp.type.tensor_type.shape.dim:
+            if d.dim_param:
+                d.Clear()
+                d.dim_value = 3
+    del m.graph.value_info[:]
+    ctx = make_context()
+    loaded = load(m, ctx=ctx)
+    lower(loaded.module, "graph-strength-reduce,graph-layout", ctx=ctx)
+    return sum(eligible(c, 1, 1) for c in convs_of(loaded.module))
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+@pytest.mark.parametrize("index", [9, 89])  # graphs of seed 133 whose conv block starts with a 3x3 stride-1 conv
+def test_winograd_sample_matches_onnxruntime(index, tile, monkeypatch):
+    """`fuzz_graphs.py --winograd M`'s mode on two graphs: every conv Winograd can compute runs as
+    F(M x M, 3x3) whatever its size (what a tuning database may choose)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import fuzz_graphs
+
+    monkeypatch.setenv("MINIMLIR_COMPILE_JOBS", "1")
+    monkeypatch.setenv(fuzz_graphs.WINOGRAD_ENV, str(tile))
+    model = rg.generate(133, index)
+    assert _winograd_convs(model) >= 1
+    progs = []
+
+    def compile_fn(m):
+        progs.append(fuzz_graphs._check_options()["compile_fn"](m))
+        return progs[-1]
+
+    res = rg.check(model, compile_fn=compile_fn)
+    assert res.kind == "ok", f"{res.message}\n{rg.report_text(model, res)}"
+    assert res.sizes_run >= 2
+    assert f"graph-winograd{{min-channels=1 min-pixels=1 tile={tile}}}" in progs[0].pipeline
