@@ -205,3 +205,25 @@ func.func @f(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
     conv.attributes[A.ATTR] = StringAttr(bad)
     with pytest.raises(ValueError, match="must be one of direct, winograd2, winograd4"):
         A.tile_of(conv)
+
+
+def test_resume_keeps_the_runs_algorithm_records(tmp_path, monkeypatch):
+    """An interrupted run's algorithm records count on --resume: the convs are not measured again,
+    their trials count against the budget, the kernels come from the model with those choices."""
+    from minimlir.tuning.tuner import TuneOptions, model_hash, tune
+
+    path = _model(tmp_path / "m.onnx", strided=False)
+    (c,) = A.extract_convs(path)
+    db = Database(tmp_path / "t.jsonl")
+    db.append([{"v": 1, "kind": "run", "status": "started", "run": "r0", "model_hash": model_hash(path)},
+               dict(_record(c, "winograd2"), run="r0")])
+
+    def no_measuring(*a, **k):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(A, "measure_conv", no_measuring)
+    res = tune(path, db.path, TuneOptions(trials=5, resume=True, progress=False, min_repeat_ms=2, repeats=1,
+                                          confirm_top=0, max_tasks=1))
+    assert res.run == "r0" and [r["choice"] for r in res.algorithms] == ["winograd2"]
+    assert res.trials == 5  # 3 of them the algorithms' (one per candidate), 2 kernel candidates
+    assert sum(s.trials for s in res.tasks) == 2
