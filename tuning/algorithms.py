@@ -6,8 +6,10 @@ strategies, with the Winograd tile as one more knob).
 
 graph-winograd's default choice is a heuristic (channel and pixel thresholds, F(4x4) from 28x28
 on) tuned on one machine; where it is wrong depends on the CPU and the shape (one thread on Zen 1:
-512 channels at 7x7 stays direct by default but F(4x4) is 1.16x faster). `mini-tune` settles it
-by measurement, before it tunes kernels:
+512 channels at 7x7 stays direct by default but F(4x4) is 1.16x faster; on Zen 4 direct is right
+there, F(4x4) 1.68x slower, while SqueezeNet's 16-64-channel convs, under the default's 64-channel
+threshold, run 1.4-2.0x faster as Winograd: the model 1.23x). `mini-tune` settles it by
+measurement, before it tunes kernels (within 30% of the budget, tuner.ALGORITHM_SHARE):
 
   * the convs: the model runs through the `compile` pipeline up to graph-winograd; every conv
     Winograd can compute (`winograd.eligible` without the size thresholds) is one, keyed by its
