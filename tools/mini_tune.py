@@ -170,8 +170,11 @@ def run_tune(argv: list[str]) -> int:
         return 130
     best, default = res.model_latency("best"), res.model_latency("default")
     sp = f"{default / best:.2f}x" if best < float("inf") and default < float("inf") else "-"
+    changed = sum(r.get("choice") != r.get("default") for r in res.algorithms)
+    convs = (f"conv algorithms: {changed} of {len(res.algorithms)} differ from the default's; "
+             if res.algorithms else "")
     print(f"mini-tune: {res.trials} trials in {res.seconds:.0f} s over {len(res.tasks)} kernel(s); "
-          f"kernels: {default * 1e3:.3f} ms -> {best * 1e3:.3f} ms ({sp}); records in {args.db}; "
+          f"kernels: {default * 1e3:.3f} ms -> {best * 1e3:.3f} ms ({sp}); {convs}records in {args.db}; "
           f"report: {', '.join(res.report_paths.values())}")
     return 0
 

@@ -227,3 +227,17 @@ def test_resume_keeps_the_runs_algorithm_records(tmp_path, monkeypatch):
     assert res.run == "r0" and [r["choice"] for r in res.algorithms] == ["winograd2"]
     assert res.trials == 5  # 3 of them the algorithms' (one per candidate), 2 kernel candidates
     assert sum(s.trials for s in res.tasks) == 2
+
+
+def test_cli_reports_the_algorithms(tmp_path):
+    """mini-tune's last line counts the convs whose measured algorithm is not the default's (10
+    trials: 3 for the conv's algorithms, within ALGORITHM_SHARE, then 7 for one kernel)."""
+    path = _model(tmp_path / "m.onnx", strided=False)
+    db = tmp_path / "t.jsonl"
+    r = subprocess.run([sys.executable, "-m", "minimlir.tools.mini_tune", path, "--db", str(db), "--trials", "10",
+                        "--threads", "1", "--no-progress", "--max-tasks", "1", "--min-repeat-ms", "2"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (rec,) = Database(db).algorithms()
+    changed = int(rec["choice"] != rec["default"])
+    assert f"conv algorithms: {changed} of 1 differ from the default's; records in {db}" in r.stdout
