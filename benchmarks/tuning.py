@@ -199,6 +199,7 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
 
     from minimlir.frontend import compile as compile_model
     from minimlir.tuning.algorithms import extract_convs
+    from minimlir.tuning.database import best_times
     from minimlir.tuning.task import extract_tasks
     from minimlir.tuning.tuner import TuneOptions, tune
 
@@ -227,7 +228,7 @@ def end_to_end(args, work: Path, out: dict, resnet_db: Path | None) -> None:
             algos = res.algorithms
         wall = time.time() - t0
         for r in algos:
-            best = {a: min(t) for a, t in r["times"].items() if t}
+            best = best_times(r["times"])
             print(f"    conv {r['signature'][:90]}: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in best.items())
                   + f" -> {r['choice']} (default {r['default']}, x{r.get('weight', 1)})", flush=True)
         base = compile_model(path, cache=False, num_threads=args.threads)

@@ -35,7 +35,7 @@ import hashlib
 import math
 import multiprocessing
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -60,10 +60,6 @@ class ConvTask:
     default: str
     weight: int = 1              # calls per model run
     flops: float = 0.0           # of the direct conv
-    names: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
     def __str__(self) -> str:
         return (f"conv {'x'.join(map(str, self.weight_shape))} on {'x'.join(map(str, self.input_shape))}"
@@ -88,11 +84,9 @@ def conv_key(op) -> str:
 def candidates(op) -> list[str]:
     """The algorithms `op` can run as: the direct conv, and Winograd's where it is structurally
     possible (graph-winograd's conditions without its size thresholds)."""
-    from minimlir.passes.graph.winograd import TRANSFORMS, eligible
+    from minimlir.passes.graph.winograd import eligible
 
-    if not eligible(op, min_channels=1, min_pixels=1):
-        return ["direct"]
-    return ["direct"] + [n for n, t in ALGORITHMS.items() if t in TRANSFORMS]
+    return list(ALGORITHMS) if eligible(op, min_channels=1, min_pixels=1) else ["direct"]
 
 
 def default_choice(op) -> str:
@@ -102,13 +96,6 @@ def default_choice(op) -> str:
     if not eligible(op):
         return "direct"
     return {t: n for n, t in ALGORITHMS.items()}[auto_tile(op)]
-
-
-def tile_of(op) -> int | None:
-    """The tile a `graph.algorithm` attribute asks for (0: direct), or None when there is none."""
-    from minimlir.passes.graph.winograd import chosen_tile
-
-    return chosen_tile(op)
 
 
 def convs_of(module: ModuleOp) -> list:
@@ -142,21 +129,24 @@ def conv_module_text(op) -> str:
     return ir_text(ModuleOp([fn]))
 
 
-def _before_winograd() -> str:
-    """The `compile` pipeline's passes before graph-winograd (the convs as graph-winograd sees them)."""
+def _split_at_winograd() -> tuple[str, str]:
+    """The `compile` pipeline's passes before graph-winograd (what brings the convs to the form
+    graph-winograd sees), and the rest from graph-winograd on."""
     from minimlir.compiler.pipelines import expand
 
     steps = expand("compile").split(",")
-    return ",".join(steps[:steps.index("graph-winograd")])
+    i = steps.index("graph-winograd")
+    return ",".join(steps[:i]), ",".join(steps[i:])
+
+
+def _before_winograd() -> str:
+    return _split_at_winograd()[0]
 
 
 def measure_pipeline() -> str:
     """The `compile` pipeline from graph-winograd on: a ConvTask's module is already what
     graph-winograd sees (its layout chosen in the model); graph-layout must not choose again."""
-    from minimlir.compiler.pipelines import expand
-
-    steps = expand("compile").split(",")
-    return ",".join(steps[steps.index("graph-winograd"):])
+    return _split_at_winograd()[1]
 
 
 def extract_convs(model: Any, *, params=None) -> list[ConvTask]:
@@ -211,14 +201,12 @@ class AlgorithmResult:
     choice: str
     seconds: float = 0.0
 
-    def best(self, algo: str) -> float:
-        t = self.times.get(algo) or []
-        return min(t) if t else math.inf
-
 
 def decide(times: dict[str, list[float]], default: str) -> str:
     """The fastest algorithm, unless the default is within TIE of it."""
-    best = {a: min(t) for a, t in times.items() if t}
+    from minimlir.tuning.database import best_times
+
+    best = best_times(times)
     if not best:
         return default
     fastest = min(best, key=best.get)  # type: ignore[arg-type]

@@ -109,14 +109,13 @@ def apply_records(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None
     return s
 
 
-def stamp_algorithms(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None = None,
-                     summary: ApplySummary | None = None) -> ApplySummary:
+def stamp_algorithms(module: ModuleOp, db_path: str | os.PathLike, cpu: dict | None = None) -> ApplySummary:
     """Give every conv of `module` (before graph-winograd) its recorded algorithm (tuning/algorithms.py)."""
     from minimlir.tuning.algorithms import stamp
 
     db = open_db(db_path)
     db.records()
-    s = summary or ApplySummary(str(db_path), skipped_lines=db.skipped, kernels_done=False)
+    s = ApplySummary(str(db_path), skipped_lines=db.skipped, kernels_done=False)
     s.algorithms, s.convs = stamp(module, db, cpu or host_fingerprint())
     return s
 

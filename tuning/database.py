@@ -101,6 +101,18 @@ def make_record(task, result, cpu: dict[str, Any], run: str = "", default: bool 
     return rec
 
 
+def best_times(times: dict[str, list[float]]) -> dict[str, float]:
+    """Per algorithm of an algorithm record's `times`, its fastest (algorithms without one left out)."""
+    return {a: min(t) for a, t in times.items() if t}
+
+
+def algorithm_speedup(rec: dict[str, Any]) -> float | None:
+    """An algorithm record's default time over its choice's, or None when either has none."""
+    best = best_times(rec.get("times", {}))
+    d, c = best.get(rec.get("default")), best.get(rec.get("choice"))
+    return d / c if d and c else None
+
+
 def cost(rec: dict[str, Any]) -> float:
     t = rec.get("times") or []
     return float(min(t)) if rec.get("error") == "OK" and t else float("inf")
@@ -308,9 +320,7 @@ def show(db: Database) -> str:
         lines.append("")
         lines.append(f"{'conv':60} {'cpu':10} {'default':>10} {'choice':>10} {'speedup':>7}")
         for (_, cpu), r in sorted(latest.items(), key=lambda kv: kv[1].get("signature", "")):
-            times = {a: min(t) for a, t in r["times"].items() if t}
-            d, c = times.get(r.get("default"), float("inf")), times.get(r.get("choice"), float("inf"))
-            sp = d / c if d < float("inf") and c < float("inf") else float("nan")
+            sp = algorithm_speedup(r) or float("nan")
             lines.append(f"{r.get('signature', r['conv'])[:60]:60} {cpu[:10]:10} {r.get('default', '?'):>10} "
                          f"{r.get('choice', '?'):>10} {sp:7.2f}")
     runs = db.runs()

@@ -86,11 +86,11 @@ def summary(result) -> dict:
 
 
 def _algorithm_row(r: dict) -> dict:
-    best = {a: min(t) for a, t in r.get("times", {}).items() if t}
-    d, c = best.get(r.get("default")), best.get(r.get("choice"))
+    from minimlir.tuning.database import algorithm_speedup, best_times
+
     return {"conv": r.get("conv"), "signature": r.get("signature"), "weight": r.get("weight", 1),
-            "default": r.get("default"), "choice": r.get("choice"), "times_s": best, "errors": r.get("errors", {}),
-            "speedup": d / c if d and c else None}
+            "default": r.get("default"), "choice": r.get("choice"), "times_s": best_times(r.get("times", {})),
+            "errors": r.get("errors", {}), "speedup": algorithm_speedup(r)}
 
 
 def _markdown(s: dict) -> str:

@@ -186,28 +186,24 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
             tasks[key].weight += counts.get(name, 1)
             continue
         types = list(k.function_type.inputs.data)
-        if name in at_calls:  # the shapes the model calls it with at these dims: exact
-            shapes = at_calls[name]
-            dtypes = [_np_dtype(t.get_element_type()) for t in types]
-            task = Task(key=key, name=name, kernel_text=_standalone(k), shapes=shapes, dtypes=dtypes,
-                        num_outputs=_num_outputs(module, name), weight=counts.get(name, 1))
-            _fill_analysis(task)
-            tasks[key] = task
-            continue
-        twin = twins.get(name)
-        twin_types = list(twin.function_type.inputs.data) if twin is not None else None
-        if twin_types is not None and [len(t.get_shape()) for t in twin_types] != [len(t.get_shape()) for t in types]:
-            twin_types = None
-        shapes = []
-        for i, t in enumerate(types):
-            src = twin_types[i] if twin_types is not None else t
-            shapes.append([d if d >= 0 else int(dims.get("?", 1)) for d in src.get_shape()])
+        # the shapes the model calls it with at these dims (exact), else the twin's, else ? -> 1
+        shapes = at_calls.get(name) or _twin_shapes(types, twins.get(name), dims)
         dtypes = [_np_dtype(t.get_element_type()) for t in types]
         task = Task(key=key, name=name, kernel_text=_standalone(k), shapes=shapes, dtypes=dtypes,
                     num_outputs=_num_outputs(module, name), weight=counts.get(name, 1))
         _fill_analysis(task)
         tasks[key] = task
     return sorted(tasks.values(), key=lambda t: -t.weight * max(t.flops, 1.0))
+
+
+def _twin_shapes(types: list, twin: func.FuncOp | None, dims: dict[str, int]) -> list[list[int]]:
+    """The static twin's argument shapes where its ranks match the kernel's; else every `?` is
+    `dims.get("?", 1)`."""
+    twin_types = list(twin.function_type.inputs.data) if twin is not None else None
+    if twin_types is not None and [len(t.get_shape()) for t in twin_types] != [len(t.get_shape()) for t in types]:
+        twin_types = None
+    srcs = twin_types if twin_types is not None else types
+    return [[d if d >= 0 else int(dims.get("?", 1)) for d in t.get_shape()] for t in srcs]
 
 
 class _Env(dict):

@@ -141,12 +141,12 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     if tasks is None:
         t_alg = time.time()
         if opts.algorithms:
-            algos, n = _tune_algorithms(model, db, opts, run, spent_s, t_start)
-            spent_trials += n
             from minimlir.tuning.algorithms import stamp
             from minimlir.tuning.measure import cpu_fingerprint
 
             cpu0 = cpu_fingerprint()
+            algos, n = _tune_algorithms(model, mh, db, opts, run, cpu0, spent_s, t_start)
+            spent_trials += n
             before_winograd = lambda m: stamp(m, db, cpu0)  # noqa: E731
         tasks = extract_tasks(model, dims=opts.dims, before_winograd=before_winograd)
         if not prev:
@@ -257,18 +257,17 @@ ALGORITHM_SHARE = 0.3
 """At most this share of the budget (trials and seconds) goes to measuring conv algorithms."""
 
 
-def _tune_algorithms(model: Any, db: Database, opts: TuneOptions, run: str, spent_s: float,
+def _tune_algorithms(model: Any, mh: str, db: Database, opts: TuneOptions, run: str, cpu: dict, spent_s: float,
                      t_start: float) -> tuple[list[dict], int]:
     """Measure the algorithms of each conv of `model` (tuning/algorithms.py), heaviest first, within
     ALGORITHM_SHARE of the budget; a conv this run measured already (a resumed run) is not measured
     again. Returns this run's algorithm records and the trials they count for (one per algorithm)."""
     from minimlir.tuning.algorithms import extract_convs, make_record, measure_conv
-    from minimlir.tuning.measure import cpu_fingerprint
+    from minimlir.tuning.database import best_times
 
     convs = extract_convs(model)
     if not convs:
         return [], 0
-    cpu = cpu_fingerprint()
     done = {r["conv"]: r for r in db.algorithms() if r.get("run") == run}
     out, trials = [], 0
     max_trials = None if opts.trials is None else int(opts.trials * ALGORITHM_SHARE)
@@ -285,15 +284,14 @@ def _tune_algorithms(model: Any, db: Database, opts: TuneOptions, run: str, spen
         res = measure_conv(c, threads=opts.threads, seed=opts.seed, min_repeat_ms=opts.min_repeat_ms,
                            rounds=opts.repeats, timeout=opts.build_timeout + opts.run_timeout * len(c.candidates))
         rec = make_record(c, res, cpu, run, opts.threads)
-        db.append([rec, {"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": model_hash(model),
+        db.append([rec, {"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": mh,
                          "seconds": res.seconds, "time": _now()}])
         out.append(rec)
         trials += len(c.candidates)
         if opts.progress:
             import sys
 
-            times = {a: min(t) for a, t in res.times.items() if t}
-            shown = ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
+            shown = ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in best_times(res.times).items())
             print(f"algorithm: {c}: {shown or 'no result'} -> {res.choice}", file=sys.stderr)
     return out, trials
 

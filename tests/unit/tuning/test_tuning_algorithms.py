@@ -14,6 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from minimlir.passes.graph.winograd import chosen_tile
 from minimlir.tuning import algorithms as A
 from minimlir.tuning.apply import host_fingerprint
 from minimlir.tuning.database import Database, distill, now, show
@@ -204,7 +205,7 @@ func.func @f(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
     (conv,) = A.convs_of(m)
     conv.attributes[A.ATTR] = StringAttr(bad)
     with pytest.raises(ValueError, match="must be one of direct, winograd2, winograd4"):
-        A.tile_of(conv)
+        chosen_tile(conv)
 
 
 def test_resume_keeps_the_runs_algorithm_records(tmp_path, monkeypatch):
