@@ -9,7 +9,9 @@
 1. Kernels: ResNet-50's tasks of the `--rules` kinds (conv2d and matmul; the `--kernel-tasks`
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
    default and best are measured again, alternating, three rounds (the minimum of each), so the
-   ratio is not the search's luckiest sample: per-task speedup and the geometric mean.
+   ratio is not the search's luckiest sample: per-task speedup and the geometric mean. Next to
+   it, the cores' fp32 FMA peak measured in the same run (`tuning/roofline.py`), each default's
+   share of it and the ceiling peak / default GFLOP/s: no schedule can speed a task up more.
 2. Overhead per trial: (tuning wall time - time spent inside the timed loops, the search's and the
    confirmation's) / trials; the same
    for the trial loop alone (without task extraction, process start-up before it and the report);
@@ -106,6 +108,10 @@ def kernels(args, work: Path, out: dict) -> Path:
     if args.kernel_tasks:  # the N heaviest convs, and the matmul (the classifier) always
         convs = [t for t in tasks if t.rule == "conv2d"][:args.kernel_tasks]
         tasks = convs + [t for t in tasks if t.rule == "matmul"]
+    from minimlir.tuning.roofline import peak_gflops
+
+    peak = peak_gflops(args.threads)  # what no schedule can beat: the ceiling of each task's speedup
+    print(f"  fp32 FMA peak of {args.threads} core(s), measured: {peak:.1f} GFLOP/s", flush=True)
     db = work / "resnet50-kernels.jsonl"
     rows, overheads, builds, runs, loop_overheads, cpu_overheads = [], [], [], [], [], []
     for t in tasks:
@@ -125,14 +131,20 @@ def kernels(args, work: Path, out: dict) -> Path:
         runs.append(statistics.mean([r.get("run_seconds", 0.0) for r in recs]) if recs else 0.0)
         s = res.tasks[0]
         d, b = remeasure(t, [s.space.default(), s.best], str(work / "w"), args.threads)
+        default_gflops = t.flops / d / 1e9
         row = {"task": t.name, "rule": t.rule, "weight": t.weight, "gflop": t.flops / 1e9, "trials": s.trials,
                "errors": sum(1 for r in recs if r["error"] != "OK"), "default_ms": d * 1e3, "tuned_ms": b * 1e3,
                "speedup": d / b if b < math.inf else float("nan"), "search_speedup": s.speedup,
+               "default_gflops": default_gflops, "tuned_gflops": t.flops / b / 1e9 if b < math.inf else 0.0,
+               "default_share_of_peak": default_gflops / peak, "ceiling": peak / default_gflops,
                "tune_seconds": wall, "best_knobs": s.best}
         rows.append(row)
         print(f"  {t.name:28} {t.rule:7} x{t.weight}  {row['default_ms']:9.3f} ms -> {row['tuned_ms']:9.3f} ms "
-              f"{row['speedup']:5.2f}x  ({s.trials} trials, {row['errors']} errors, {wall:.0f} s)", flush=True)
+              f"{row['speedup']:5.2f}x  (default {default_gflops:.0f} GFLOP/s = {default_gflops / peak:.0%} of the "
+              f"peak: ceiling {row['ceiling']:.2f}x; {s.trials} trials, {row['errors']} errors, {wall:.0f} s)",
+              flush=True)
     out["kernels"] = {"rows": rows, "geomean_speedup": geomean([r["speedup"] for r in rows]),
+                      "peak_gflops": peak, "geomean_ceiling": geomean([r["ceiling"] for r in rows]),
                       "overhead_per_trial_s": statistics.mean(overheads) if overheads else None,
                       "loop_overhead_per_trial_s": statistics.mean(loop_overheads) if loop_overheads else None,
                       "cpu_overhead_per_trial_s": statistics.mean(cpu_overheads) if cpu_overheads else None,
@@ -140,7 +152,8 @@ def kernels(args, work: Path, out: dict) -> Path:
                       "run_seconds_per_candidate": statistics.mean(runs) if runs else None}
     k = out["kernels"]
     print(f"kernels: geomean tuned/default speedup {k['geomean_speedup']:.3f}x over {len(rows)} task(s) "
-          f"(target >= 1.3x)", flush=True)
+          f"(target >= 1.3x); the peak allows at most {k['geomean_ceiling']:.3f}x (geomean of the peak over "
+          f"each default's GFLOP/s; an upper bound: a memory-bound task cannot reach the FLOP peak)", flush=True)
     print(f"overhead per trial {k['overhead_per_trial_s']:.2f} s beyond the timed loops (target <= 0.5 s); "
           f"{k['loop_overhead_per_trial_s']:.2f} s in the trial loop alone (without task extraction and "
           f"the report); CPU {k['cpu_overhead_per_trial_s']:.2f} core-s per trial outside the timed loops "
