@@ -181,6 +181,12 @@ class CompiledProgram:
     def check_outputs(self, name: str, results: list[np.ndarray], names: list[str]) -> Exception | None:
         return _checks.poisoned_outputs(name, results, names) if self.checked else None
 
+    def param_arrays(self) -> list[np.ndarray]:
+        """The arrays of every bound and lifted param (what the tuner flushes from the caches to
+        time a model's kernels with cold weights)."""
+        arrays = [self.param(name, "param_arrays") for name in self._params]
+        return [a for a in arrays if isinstance(a, np.ndarray)] + list(self.lifted_params().values())
+
     def lifted_params(self) -> dict[str, np.ndarray]:
         """Every lifted param (graph-lift-params), computed from the bound weights."""
         return {name: self.param(name, "lifted_params") for name in getattr(self, "_lifters", {})}

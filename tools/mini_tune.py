@@ -82,6 +82,9 @@ def tune_parser() -> argparse.ArgumentParser:
       help="print the convs with an algorithm choice and the kernels (tasks), and exit")
     a("--no-algorithms", action="store_true",
       help="keep graph-winograd's default algorithm per conv (do not measure direct vs Winograd first)")
+    a("--cache-flush", choices=("auto", "on", "off"), default="auto",
+      help="flush each kernel's weights from the caches before every timed call, as a model larger than "
+           "the last-level cache has them: auto (default: when the model's parameters exceed it), on, off")
     a("--no-progress", action="store_true", help="no live table (one line per batch is not printed either)")
     return p
 
@@ -140,9 +143,9 @@ def run_tune(argv: list[str]) -> int:
         if not args.no_algorithms:
             from minimlir.tuning.algorithms import extract_convs
 
-            for c in extract_convs(args.model):
+            for c in extract_convs(args.model, cache_flush=args.cache_flush):
                 print(f"{c.key}  {c} candidates {', '.join(c.candidates)}")
-        for t in extract_tasks(args.model, dims=dims):
+        for t in extract_tasks(args.model, dims=dims, cache_flush=args.cache_flush):
             print(f"{t.key}  {t}")
         return 0
     if args.budget is None and args.trials is None:
@@ -161,7 +164,7 @@ def run_tune(argv: list[str]) -> int:
                        cost_model=args.cost_model, min_repeat_ms=args.min_repeat_ms, repeats=args.repeats,
                        report_dir=args.report,
                        progress=not args.no_progress, task_filter=args.tasks, max_tasks=args.max_tasks,
-                       algorithms=not args.no_algorithms)
+                       algorithms=not args.no_algorithms, cache_flush=args.cache_flush)
     try:
         res = tune(args.model, args.db, opts)
     except KeyboardInterrupt:

@@ -21,6 +21,10 @@ measurement, before it tunes kernels (within 30% of the budget, tuner.ALGORITHM_
     against the direct conv's (WRONG_RESULT), then `rounds` interleaved rounds of repeats of at least
     `min_repeat_ms` each, the thread count pinned. The fastest wins unless the default is within
     TIE of it (the default keeps its ties);
+  * cold weights: where the model's parameters exceed the last-level cache (`cache_flush`, as for
+    kernels, tuning/task.py) each timed call first flushes the weights, bound and lifted, from
+    the caches: F(4x4)'s transformed filter is 4x the direct one's, and in such a model it comes
+    from memory on every run;
   * one `"kind": "algorithm"` record per conv and CPU (tuning/database.py): every algorithm's times,
     the choice and the default;
   * at compile time (`stamp`: `compile(tuning_db=…)` runs it right before graph-winograd) each conv
@@ -60,10 +64,11 @@ class ConvTask:
     default: str
     weight: int = 1              # calls per model run
     flops: float = 0.0           # of the direct conv
+    cold: bool = False           # time it with its weights flushed from the caches (tuning/task.py)
 
     def __str__(self) -> str:
         return (f"conv {'x'.join(map(str, self.weight_shape))} on {'x'.join(map(str, self.input_shape))}"
-                f" x{self.weight} (default {self.default})")
+                f" x{self.weight} (default {self.default}){', weights flushed' if self.cold else ''}")
 
 
 def _shape(t) -> list[int]:
@@ -149,9 +154,11 @@ def measure_pipeline() -> str:
     return _split_at_winograd()[1]
 
 
-def extract_convs(model: Any, *, params=None) -> list[ConvTask]:
-    """The unique convs of `model` with more than one candidate algorithm, heaviest first."""
+def extract_convs(model: Any, *, params=None, cache_flush: str = "auto") -> list[ConvTask]:
+    """The unique convs of `model` with more than one candidate algorithm, heaviest first.
+    `cache_flush` (auto | on | off, as for kernels: tuning/task.py) sets `cold`."""
     from minimlir.frontend import api
+    from minimlir.tuning import task as _task
 
     ctx = api.make_context()
     loaded = api.load(model, params=params, ctx=ctx)
@@ -159,6 +166,8 @@ def extract_convs(model: Any, *, params=None) -> list[ConvTask]:
     if not api.graph_level(module):
         return []
     api.lower(module, _before_winograd(), ctx=ctx, name=loaded.name, source_text=loaded.text)
+    cold = cache_flush == "on" or (cache_flush == "auto"
+                                   and _task.param_args(module)[1] > _task.last_level_cache_bytes())
     out: dict[str, ConvTask] = {}
     for op in convs_of(module):
         cands = candidates(op)
@@ -172,7 +181,7 @@ def extract_convs(model: Any, *, params=None) -> list[ConvTask]:
                             input_shape=_shape(op.input.type), weight_shape=_shape(op.weight.type),
                             bias=op.bias is not None, candidates=cands, default=default_choice(op),
                             flops=2.0 * math.prod(_shape(op.weight.type)) * math.prod(_shape(op.result.type)[2:4])
-                            * _shape(op.result.type)[0])
+                            * _shape(op.result.type)[0], cold=cold)
     return sorted(out.values(), key=lambda c: -c.weight * c.flops)
 
 
@@ -216,8 +225,9 @@ def decide(times: dict[str, list[float]], default: str) -> str:
 
 
 def _child(conn, text: str, input_shape, weight_shape, bias: bool, algos: list[str], threads: int,
-           seed: int, min_repeat_ms: float, rounds: int) -> None:
-    """Compile `text` once per algorithm, check against the direct conv, time interleaved rounds."""
+           seed: int, min_repeat_ms: float, rounds: int, cold: bool = False) -> None:
+    """Compile `text` once per algorithm, check against the direct conv, time interleaved rounds
+    (`cold`: each call after flushing the model's weights, bound and lifted, from the caches)."""
     import os
     import signal
 
@@ -254,19 +264,28 @@ def _child(conn, text: str, input_shape, weight_shape, bias: bool, algos: list[s
         if outs[a].shape != ref.shape or not np.allclose(outs[a], ref, rtol=1e-3, atol=tol):
             errors[a] = f"WRONG_RESULT: max abs difference {float(np.abs(outs[a] - ref).max()):.3g}"
             del models[a]
-    number = {}
-    for a, m in models.items():  # calls per repeat: one repeat lasts at least min_repeat_ms
-        t0 = time.perf_counter()
-        m(x)
-        dt = max(time.perf_counter() - t0, 1e-6)
-        number[a] = max(1, int(math.ceil(min_repeat_ms / 1e3 / dt)))
+    from minimlir.tuning.runner import flusher
+
+    perf = time.perf_counter
+    flushes = {a: flusher(m.program.param_arrays()) if cold else None for a, m in models.items()}
+
+    def repeat(a: str, n: int) -> tuple[float, float]:  # (seconds in the calls, wall seconds)
+        m, flush = models[a], flushes[a]
+        inside, w0 = 0.0, perf()
+        for _ in range(n):
+            if flush is not None:
+                flush()
+            t = perf()
+            m(x)
+            inside += perf() - t
+        return inside, perf() - w0
+
+    # calls per repeat: one repeat (its flushes too) lasts at least min_repeat_ms
+    number = {a: max(1, int(math.ceil(min_repeat_ms / 1e3 / max(repeat(a, 1)[1], 1e-6)))) for a in models}
     times: dict[str, list[float]] = {a: [] for a in models}
     for _ in range(rounds):
-        for a, m in models.items():
-            t0 = time.perf_counter()
-            for _ in range(number[a]):
-                m(x)
-            times[a].append((time.perf_counter() - t0) / number[a])
+        for a in models:
+            times[a].append(repeat(a, number[a])[0] / number[a])
     conn.send({"times": times, "errors": errors})
     conn.close()
 
@@ -288,7 +307,8 @@ def measure_conv(conv: ConvTask, *, threads: int = 1, seed: int = 0, min_repeat_
     mp = multiprocessing.get_context("spawn")
     parent, child = mp.Pipe(duplex=False)
     proc = mp.Process(target=_child, args=(child, conv.text, conv.input_shape, conv.weight_shape, conv.bias,
-                                           conv.candidates, threads, seed, min_repeat_ms, rounds), daemon=True)
+                                           conv.candidates, threads, seed, min_repeat_ms, rounds, conv.cold),
+                       daemon=True)
     proc.start()
     child.close()
     out = None
@@ -315,4 +335,5 @@ def make_record(conv: ConvTask, res: AlgorithmResult, cpu: dict, run: str = "", 
     return {"v": VERSION, "kind": "algorithm", "conv": conv.key, "signature": conv.signature,
             "cpu": dict(cpu), "times": res.times, "errors": res.errors, "choice": res.choice,
             "default": conv.default, "threads": threads, "weight": conv.weight, "flops": conv.flops,
-            "run": run, "time": now(), "compiler": compiler_version(), "seconds": round(res.seconds, 3)}
+            "run": run, "time": now(), "compiler": compiler_version(), "seconds": round(res.seconds, 3),
+            **({"cold": True} if conv.cold else {})}

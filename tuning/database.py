@@ -12,6 +12,7 @@ A record (`make_record`):
      "knobs": {"conv2d.rw": 7, …}, "times": [1.2e-4, …], "error": "OK", "message": "",
      "time": "2026-12-01T09:20:00Z", "compiler": "minimlir 0.1.0 / xdsl 0.74.0", "run": "<id>",
      "default": true, "flops": 2.3e8, "weight": 4, "features": […]}
+    (and "cold_args": [1, 2] when the run flushed those inputs before each timed call, tuning/task.py)
 
 A run ends with one `"kind": "confirm"` record per task whose search found something faster than the
 default: the verdict of re-timing its best few candidates side by side with the default
@@ -96,6 +97,8 @@ def make_record(task, result, cpu: dict[str, Any], run: str = "", default: bool 
            "run": run, "default": default, "flops": task.flops, "weight": task.weight,
            "build_seconds": round(result.build_seconds, 4), "run_seconds": round(result.run_seconds, 4),
            "number": getattr(result, "number", 0)}
+    if getattr(task, "cold_args", None):  # timed with these inputs flushed from the caches (tuning/task.py)
+        rec["cold_args"] = list(task.cold_args)
     if with_features and result.features is not None:
         rec["features"] = [round(float(x), 6) for x in result.features]
     return rec

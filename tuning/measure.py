@@ -365,7 +365,8 @@ class LocalExecutor:
         return {"task": {"shapes": task.shapes, "dtypes": task.dtypes, "num_outputs": task.num_outputs},
                 "object": build["object"], "metadata": build["metadata"], "externals": build.get("externals", []),
                 "threads": c.threads, "seed": c.seed, "warmup": c.warmup, "repeats": c.repeats,
-                "min_repeat_ms": c.min_repeat_ms, "timeout": c.run_timeout, "save_outputs": save_outputs}
+                "min_repeat_ms": c.min_repeat_ms, "timeout": c.run_timeout, "save_outputs": save_outputs,
+                "cold_args": list(task.cold_args)}
 
     def run(self, task: Task, build: dict, save_outputs: bool) -> dict:
         try:

@@ -181,7 +181,7 @@ class RayExecutor(LocalExecutor):
             req = {"task": {"shapes": task.shapes, "dtypes": task.dtypes, "num_outputs": task.num_outputs},
                    "assignment": r.assignment, "threads": c.threads, "seed": c.seed,
                    "warmup": c.warmup, "repeats": c.repeats, "min_repeat_ms": c.min_repeat_ms,
-                   "timeout": c.run_timeout, "save_outputs": True}
+                   "timeout": c.run_timeout, "save_outputs": True, "cold_args": list(task.cold_args)}
             actor = self.actors[self._next % len(self.actors)]
             self._next += 1
             actors.append(actor)

@@ -10,7 +10,9 @@ A request carries the candidate's object code and runtime metadata (tuning/build
 process loads the object with MCJIT (nothing is parsed, lowered or looked up), pins the thread
 count, fills the inputs from the seed, runs the warm-up call(s), keeps a copy of the outputs of the
 first call when asked (`save_outputs`: the reference check), picks a number of calls so that one
-repeat lasts at least `min_repeat_ms`, times `repeats` repeats and drops the code again.
+repeat lasts at least `min_repeat_ms`, times `repeats` repeats and drops the code again. With
+`cold_args` (tuning/task.py: the weights of a model larger than the last-level cache), those
+inputs are flushed from the caches (clflush) before each timed call and only the calls are timed.
 
 It was spawned (never forked from the tuner), so it inherits no OpenMP pool or threads of the
 tuner; its own parallel runtime stays warm from one candidate to the next, as in a model run.
@@ -22,6 +24,7 @@ of a fresh process (imports) is not counted against a candidate's timeout.
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import signal
@@ -78,6 +81,74 @@ def load(obj: bytes, metadata: dict, externals: list[str]):
     return program["main"]
 
 
+_FLUSH_IR = """
+declare void @llvm.x86.sse2.clflush(ptr)
+declare void @llvm.x86.sse2.mfence()
+define void @minimlir_flush(ptr %p, i64 %n) {
+entry:
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %q = getelementptr i8, ptr %p, i64 %i
+  call void @llvm.x86.sse2.clflush(ptr %q)
+  %i1 = add i64 %i, 64
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %last
+last:
+  %end = getelementptr i8, ptr %p, i64 %n
+  %tail = getelementptr i8, ptr %end, i64 -1
+  call void @llvm.x86.sse2.clflush(ptr %tail)
+  br label %done
+done:
+  call void @llvm.x86.sse2.mfence()
+  ret void
+}
+"""
+
+
+@functools.cache
+def _clflush():
+    """Native `flush(address, nbytes)`: clflush every cache line of the range, then mfence (on
+    x86-64; None elsewhere). The engine is returned with it: it owns the code."""
+    import ctypes
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    import llvmlite.binding as llvm
+
+    from minimlir.backend import _target
+
+    _target.init_llvm()
+    mod = llvm.parse_assembly(_FLUSH_IR)
+    engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
+    engine.finalize_object()
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("minimlir_flush"))
+    return engine, fn
+
+
+def flusher(arrays: list[np.ndarray]):
+    """A function that evicts `arrays` from every cache level (TVM's cache flush before a timed
+    call): clflush on x86-64; elsewhere writing a buffer twice the size of the last-level cache."""
+    native = _clflush()
+    if native is not None:
+        fn = native[1]
+        ranges = [(a.ctypes.data, a.nbytes) for a in arrays if a.nbytes]
+
+        def flush() -> None:
+            for addr, n in ranges:
+                fn(addr, n)
+        return flush
+    from minimlir.tuning.task import last_level_cache_bytes
+
+    evict = np.zeros(2 * last_level_cache_bytes() // 4, np.float32)
+
+    def flush() -> None:
+        np.add(evict, 1.0, out=evict)
+    return flush
+
+
 def time_candidate(req: dict) -> dict:
     """Load, warm up, time (in this process). Raises on a failing run."""
     from minimlir.backend import parallel
@@ -98,25 +169,41 @@ def time_candidate(req: dict) -> dict:
     # every call: about 30 us, more than many a small kernel takes; in the model, kernels call
     # each other natively)
     call = fn.bound(*arrays)
+    cold = [arrays[i] for i in req.get("cold_args") or [] if i < n_in]
+    perf = time.perf_counter
+    if cold:  # the weights come from memory on every call, as in a model larger than the caches
+        flush = flusher(cold)
+
+        def repeat(number: int) -> tuple[float, float]:  # (seconds in the calls, wall seconds)
+            inside, w0 = 0.0, perf()
+            for _ in range(number):
+                flush()
+                t = perf()
+                call()
+                inside += perf() - t
+            return inside, perf() - w0
+    else:
+        def repeat(number: int) -> tuple[float, float]:
+            t = perf()
+            for _ in range(number):
+                call()
+            dt = perf() - t
+            return dt, dt
     # a warm call sizes the repeats (the first call also pays for cold caches and fresh pages: sized
-    # by it, a repeat of a fast kernel lasted about half of min_repeat_ms)
-    t0 = time.perf_counter()
-    call()
-    one = max(time.perf_counter() - t0, 1e-7)
+    # by it, a repeat of a fast kernel lasted about half of min_repeat_ms); with flushes, a repeat's
+    # wall time (the flushes' too) is what lasts min_repeat_ms
+    one = max(repeat(1)[1], 1e-7)
     min_s = req["min_repeat_ms"] / 1e3
     number = max(1, int(np.ceil(min_s / one)))
     times: list[float] = []
     resized = 0
     cpu0 = time.process_time()  # all of this process's threads
     while len(times) < req["repeats"]:
-        t1 = time.perf_counter()
-        for _ in range(number):
-            call()
-        elapsed = time.perf_counter() - t1
-        if not times and elapsed < 0.8 * min_s and resized < 4:
+        elapsed, wall = repeat(number)
+        if not times and wall < 0.8 * min_s and resized < 4:
             # still short of min_repeat_ms: more calls per repeat, and this one does not count (TVM
             # grows `number` the same way)
-            number = max(number + 1, int(np.ceil(number * min_s / max(elapsed, 1e-9))))
+            number = max(number + 1, int(np.ceil(number * min_s / max(wall, 1e-9))))
             resized += 1
             cpu0 = time.process_time()
             continue

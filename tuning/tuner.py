@@ -70,6 +70,7 @@ class TuneOptions:
     confirm_top: int = 3             # candidates re-measured against the default at the end (0: off)
     confirm_rounds: int = 3
     algorithms: bool = True          # first measure each conv's algorithm (tuning/algorithms.py)
+    cache_flush: str = "auto"        # auto | on | off: time kernels with their weights flushed (tuning/task.py)
 
 
 @dataclass
@@ -118,6 +119,8 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
         raise TuneError("give a budget: trials and/or seconds")
     if (opts.trials is not None and opts.trials < 1) or (opts.budget_s is not None and opts.budget_s <= 0):
         raise TuneError("the budget must be positive")
+    if opts.cache_flush not in ("auto", "on", "off"):
+        raise TuneError(f"cache_flush must be auto, on or off, not {opts.cache_flush!r}")
     t_start = time.time()
     db = Database(db_path)
     mh = model_hash(model)
@@ -148,7 +151,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
             algos, n = _tune_algorithms(model, mh, db, opts, run, cpu0, spent_s, t_start)
             spent_trials += n
             before_winograd = lambda m: stamp(m, db, cpu0)  # noqa: E731
-        tasks = extract_tasks(model, dims=opts.dims, before_winograd=before_winograd)
+        tasks = extract_tasks(model, dims=opts.dims, before_winograd=before_winograd, cache_flush=opts.cache_flush)
         if not prev:
             db.append([{"v": 1, "kind": "run", "status": "progress", "run": run, "model_hash": mh,
                         "seconds": time.time() - t_alg, "time": _now(), "tasks": [t.key for t in tasks]}])
@@ -265,7 +268,7 @@ def _tune_algorithms(model: Any, mh: str, db: Database, opts: TuneOptions, run: 
     from minimlir.tuning.algorithms import extract_convs, make_record, measure_conv
     from minimlir.tuning.database import best_times
 
-    convs = extract_convs(model)
+    convs = extract_convs(model, cache_flush=opts.cache_flush)
     if not convs:
         return [], 0
     done = {r["conv"]: r for r in db.algorithms() if r.get("run") == run}

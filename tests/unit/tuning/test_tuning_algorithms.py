@@ -78,6 +78,37 @@ def test_measure_conv_in_a_child(tmp_path):
     assert rec["kind"] == "algorithm" and rec["choice"] == r.choice and rec["weight"] == 2
 
 
+def test_measure_conv_with_cold_weights(tmp_path, monkeypatch):
+    """cache_flush: "on" (or a model whose parameters exceed the last-level cache) times each call
+    with the weights, bound and lifted, flushed; the record says so."""
+    from minimlir.tuning import task as T
+
+    path = _model(tmp_path / "m.onnx")
+    assert not A.extract_convs(path)[0].cold  # a few KB of weights stay cached
+    (c,) = A.extract_convs(path, cache_flush="on")
+    assert c.cold and str(c).endswith(", weights flushed")
+    monkeypatch.setattr(T, "last_level_cache_bytes", lambda: 1024)
+    assert A.extract_convs(path)[0].cold and not A.extract_convs(path, cache_flush="off")[0].cold
+    r = A.measure_conv(c, threads=1, min_repeat_ms=2, rounds=2)
+    assert r.errors == {} and set(r.times) == set(c.candidates)
+    assert A.make_record(c, r, host_fingerprint(), "run")["cold"] is True
+
+
+def test_param_arrays_are_the_bound_and_lifted_weights(tmp_path):
+    import numpy as np
+
+    from minimlir.frontend import compile as compile_model
+
+    (c,) = A.extract_convs(_model(tmp_path / "m.onnx"))
+    w = np.ones(c.weight_shape, np.float32)
+    params = {"w": w, **({"b": np.zeros(c.weight_shape[:1], np.float32)} if c.bias else {})}
+    m = compile_model(A.with_algorithm(c.text, "winograd2"), params=params, cache=False)
+    arrays = m.program.param_arrays()
+    assert any(a is w for a in arrays)
+    # and the transformed filter graph-lift-params computes: 4x4 per 3x3 tap set
+    assert any(a.size == w.size // 9 * 16 for a in arrays)
+
+
 def test_measure_conv_reports_a_build_error(tmp_path):
     (c,) = A.extract_convs(_model(tmp_path / "m.onnx"))
     c.text = c.text.replace("graph.conv2d", "graph.no_such_op")

@@ -105,3 +105,47 @@ func.func @main(%x: tensor<4x128xf32>) -> tensor<4x128xf32> {
     lower(m, M.CANDIDATE_PIPELINE)
     ir = jit.to_llvm_ir(m)
     assert "llvm.fmuladd" in ir and "llvm.exp." not in ir and "expf" not in ir  # (LLVM lowers llvm.exp to expf calls)
+
+
+def test_cold_weights_are_flushed_before_every_timed_call(task, monkeypatch):
+    """With cold_args the measuring process evicts those inputs before each timed call (and the
+    results are those of a warm run)."""
+    import numpy as np
+
+    from minimlir.tuning import builder, runner
+
+    b = builder.build(task.to_json(), dict(task.defaults))
+    req = {"task": {"shapes": task.shapes, "dtypes": task.dtypes, "num_outputs": task.num_outputs},
+           "object": b["object"], "metadata": b["metadata"], "externals": b.get("externals", []),
+           "threads": 1, "seed": 0, "warmup": 1, "repeats": 3, "min_repeat_ms": 2, "save_outputs": True}
+    warm = runner.time_candidate(req)
+    flushed = []
+    real = runner.flusher
+
+    def spy(arrays):
+        flushed.append([a.shape for a in arrays])
+        f = real(arrays)
+
+        def counted():
+            flushed.append(1)
+            f()
+        return counted
+
+    monkeypatch.setattr(runner, "flusher", spy)
+    cold = runner.time_candidate(dict(req, cold_args=[1]))
+    assert flushed[0] == [(32, 32)]  # the weight, not the activation or the output
+    calls = flushed.count(1)
+    assert calls >= cold["number"] * 3 and all(t > 0 for t in cold["times"])
+    assert all(np.array_equal(w, c) for w, c in zip(warm["outputs"], cold["outputs"]))
+
+
+def test_flushing_keeps_the_data():
+    import numpy as np
+
+    from minimlir.tuning.runner import flusher
+
+    base = np.arange(1000, dtype=np.float32)
+    parts = [base, base[3:4], base[1:], np.zeros(0, np.float32), np.arange(7, dtype=np.int8)]
+    before = [p.copy() for p in parts]
+    flusher(parts)()
+    assert all(np.array_equal(p, q) for p, q in zip(parts, before))

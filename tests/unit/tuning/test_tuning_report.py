@@ -59,8 +59,19 @@ func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x16xf32>) -> tensor<8x16xf32>
   func.return %x : tensor<8x16xf32>
 }"""
     task = extract_tasks(text)[0]
+    task.cold_args = [1]  # as for a weight of a model larger than the caches: timed flushed, recorded
     db = tmp_path / "k.jsonl"
     s = tune_kernel(task, 3, db_path=db, opts=TuneOptions(threads=1, min_repeat_ms=5, repeats=2, batch_size=2))
     assert s.trials == 3 and s.best is not None and s.default_cost < float("inf")
     recs = records_of(db, task)
     assert len(recs) == 3 and recs[0]["default"] and recs[0]["knobs"] == task.defaults
+    assert all(r["cold_args"] == [1] for r in recs)
+
+
+def test_cache_flush_option_is_checked(tmp_path):
+    import pytest
+
+    from minimlir.tuning.tuner import TuneError, tune
+
+    with pytest.raises(TuneError, match="cache_flush"):
+        tune("examples/mlp.onnx", tmp_path / "t.jsonl", TuneOptions(trials=1, cache_flush="always"))

@@ -91,3 +91,67 @@ def test_dynamic_kernels_are_measured_at_the_bound_dims(tmp_path):
     assert mms, [t.name for t in tasks]
     for t in mms:
         assert t.shapes[0][:2] == [1, 128] and t.shapes[-1][:2] == [1, 128], (t.name, t.shapes)
+
+
+def test_cold_args_are_the_weights_when_the_model_outgrows_the_cache(monkeypatch):
+    """cache_flush: the tasks of a model whose parameters exceed the last-level cache are timed with
+    their weight arguments flushed (they come from memory on every run of such a model); "on" /
+    "off" force it. The activation (argument 0) is never flushed: the previous kernel wrote it."""
+    import pytest
+
+    from minimlir.tuning import task as T
+
+    def cold(mode):
+        return {t.name: t.cold_args for t in extract_tasks("examples/mlp.onnx", dims={"batch": 4}, cache_flush=mode)}
+
+    on = cold("on")
+    assert on["fused_matmul_add_relu"] == [1, 2] and on["fused_matmul_add"] == [1, 2]  # weight and bias
+    assert on["softmax_0"] == []
+    assert all(v == [] for v in cold("off").values())
+    weights, nbytes = T.param_args(T._prefixed("examples/mlp.onnx"))
+    assert nbytes == 4 * (64 * 128 + 128 + 128 * 10 + 10)
+    monkeypatch.setattr(T, "last_level_cache_bytes", lambda: nbytes + 1)  # the weights fit: warm
+    assert all(v == [] for v in cold("auto").values())
+    monkeypatch.setattr(T, "last_level_cache_bytes", lambda: nbytes - 1)  # they do not: cold
+    assert cold("auto") == on
+    with pytest.raises(ValueError, match="cache_flush"):
+        cold("sometimes")
+
+
+def test_a_weight_is_cold_only_if_it_is_one_at_every_call_site():
+    """Two calls of one task class: the second matmul's right operand is a model input, not a
+    parameter, so the class's weight argument is not flushed."""
+    import numpy as np
+
+    text = """
+func.func @main(%a: tensor<16x32xf32>, %b: tensor<32x32xf32>) -> tensor<16x32xf32> {
+  %w = graph.param "w" : tensor<32x32xf32>
+  %x = graph.matmul %a, %w : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %y = graph.matmul %x, %b : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  func.return %y : tensor<16x32xf32>
+}"""
+    params = {"w": np.ones((32, 32), "float32")}
+    mm = [t for t in extract_tasks(text, params=params, cache_flush="on") if t.rule == "matmul"]
+    assert len(mm) == 1 and mm[0].weight == 2 and mm[0].cold_args == []
+    one = text.replace("%x, %b", "%x, %w")  # both calls take the parameter: flushed
+    mm = [t for t in extract_tasks(one, params=params, cache_flush="on") if t.rule == "matmul"]
+    assert len(mm) == 1 and mm[0].weight == 2 and mm[0].cold_args == [1]
+
+
+def test_list_tasks_shows_the_flushed_arguments(tmp_path):
+    import subprocess
+    import sys
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "minimlir.tools.mini_tune", "examples/mlp.onnx", "--db",
+                               str(tmp_path / "t.jsonl"), "--list-tasks", "--no-algorithms", *extra],
+                              capture_output=True, text=True)
+
+    on = run("--cache-flush", "on")
+    assert on.returncode == 0, on.stderr
+    assert "fused_matmul_add_relu [matmul] x1 (1x64, 64x128, 128, 1x128) 0.0 MFLOP, timed with argument(s) 1, 2 " \
+           "flushed" in on.stdout, on.stdout
+    default = run()  # auto: 38 KB of weights stay cached
+    assert default.returncode == 0 and "flushed" not in default.stdout
+    bad = run("--cache-flush", "sometimes")
+    assert bad.returncode == 1 and "--cache-flush" in bad.stderr and "Traceback" not in bad.stderr
