@@ -1,13 +1,19 @@
-"""How fast a kernel could run here: the cores' measured fp32 FMA peak.
+"""How fast a kernel could run here: the cores' measured fp32 FMA peak and memory read bandwidth.
 
-    from minimlir.tuning.roofline import peak_gflops
+    from minimlir.tuning.roofline import peak_gflops, memory_gbs, bound_seconds
     peak = peak_gflops(threads=1)          # GFLOP/s of one core, measured (about 0.3 s)
-    ceiling = peak / kernel_gflops         # no schedule of that kernel can be more than this much faster
+    bw = memory_gbs(threads=1)             # GB/s reading memory (a buffer 4x the last-level cache)
+    floor = bound_seconds(flops, cold_bytes, peak, bw)  # max(FLOPs at the peak, cold bytes at bw)
+    ceiling = kernel_seconds / floor       # no schedule of that kernel can be more than this much faster
 
 A schedule search only moves a kernel between its current speed and the machine's peak; a kernel
 already at 90% of the peak has at most 1.11x left for any schedule (an algorithm that does fewer
 FLOPs, such as Winograd, is another matter). `benchmarks/tuning.py` prints each task's share of the
 peak and that ceiling next to the tuned speedup.
+
+A kernel whose weights come from memory (a model larger than the caches: `Task.cold_args`) can
+be no faster than reading them: the memory bound is those bytes at the measured read bandwidth
+(a loop of vector loads into independent sums over a buffer four times the last-level cache).
 
 The peak is measured, not computed from a datasheet (clock, boost and how a core splits a wide
 FMA differ between machines): a loop of independent vector FMA chains at the schedule's vector
@@ -103,3 +109,81 @@ def peak_gflops(threads: int = 1, *, width: int | None = None, registers: int | 
             w.join()
         best = max(best, threads * n * flops_per_iter / (time.perf_counter() - t0) / 1e9)
     return best
+
+
+def _read_ir(width: int, sums: int) -> str:
+    vec = f"<{width} x float>"
+    out = ["define float @minimlir_read(ptr %p, i64 %n) {",  # %n: vectors, a multiple of `sums`
+           "entry:", "  br label %loop", "loop:", "  %i = phi i64 [0, %entry], [%i1, %loop]"]
+    out += [f"  %x{c} = phi {vec} [zeroinitializer, %entry], [%y{c}, %loop]" for c in range(sums)]
+    for c in range(sums):
+        out += [f"  %j{c} = add i64 %i, {c}", f"  %q{c} = getelementptr {vec}, ptr %p, i64 %j{c}",
+                f"  %v{c} = load {vec}, ptr %q{c}, align 64", f"  %y{c} = fadd {vec} %x{c}, %v{c}"]
+    out += [f"  %i1 = add i64 %i, {sums}", "  %done = icmp uge i64 %i1, %n",
+            "  br i1 %done, label %exit, label %loop", "exit:"]
+    acc = "%y0"
+    for c in range(1, sums):
+        out.append(f"  %s{c} = fadd {vec} {acc}, %y{c}")
+        acc = f"%s{c}"
+    out += [f"  %r = extractelement {vec} {acc}, i32 0", "  ret float %r", "}"]
+    return "\n".join(out) + "\n"
+
+
+@functools.cache
+def _reader(width: int, sums: int):
+    import llvmlite.binding as llvm
+
+    from minimlir.backend import _target
+
+    _target.init_llvm()
+    mod = llvm.parse_assembly(_read_ir(width, sums))
+    mod.verify()
+    engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
+    engine.finalize_object()
+    fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("minimlir_read"))
+    return engine, fn
+
+
+def memory_gbs(threads: int = 1, *, nbytes: int | None = None, rounds: int = 5) -> float:
+    """The measured memory read bandwidth of `threads` cores at once, in GB/s: each thread sums its
+    own buffer of `nbytes` (default four times the last-level cache, so it cannot be cached)."""
+    import numpy as np
+
+    from minimlir.passes.loop.schedule.default.config import ScheduleConfig
+    from minimlir.tuning.task import last_level_cache_bytes
+
+    width, sums = ScheduleConfig.for_host().width, 8
+    step = 4 * width * sums
+    nbytes = max(step, (nbytes or 4 * last_level_cache_bytes()) // step * step)
+    _, fn = _reader(width, sums)
+    bufs = []
+    for _ in range(threads):  # 64-byte aligned, written once (pages mapped before timing)
+        raw = np.ones(nbytes // 4 + 16, np.float32)
+        off = (-raw.ctypes.data % 64) // 4
+        bufs.append(raw[off:off + nbytes // 4])
+    n = nbytes // (4 * width)
+    best = 0.0
+    for _ in range(rounds):
+        go = threading.Barrier(threads + 1)
+        workers = [threading.Thread(target=lambda b=b: (go.wait(), fn(b.ctypes.data, n))) for b in bufs]
+        for w in workers:
+            w.start()
+        go.wait()
+        t0 = time.perf_counter()
+        for w in workers:
+            w.join()
+        best = max(best, threads * nbytes / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def cold_bytes(task) -> int:
+    """The bytes of a task's flushed (cold) arguments: what one call must read from memory."""
+    import numpy as np
+
+    return sum(int(np.prod(task.shapes[i])) * np.dtype(task.dtypes[i]).itemsize for i in task.cold_args)
+
+
+def bound_seconds(flops: float, nbytes: float, peak_gflops: float, gbs: float) -> float:
+    """The roofline's lower bound of one call: its FLOPs at the peak or its cold bytes at the
+    bandwidth, whichever takes longer."""
+    return max(flops / (peak_gflops * 1e9), nbytes / (gbs * 1e9) if gbs > 0 else 0.0)
