@@ -74,7 +74,7 @@ def summary(result) -> dict:
                       "default_s": s.default_cost if math.isfinite(s.default_cost) else None,
                       "best_s": s.best_cost if math.isfinite(s.best_cost) else None,
                       "speedup": None if math.isnan(s.speedup) else s.speedup,
-                      "best_gflops": s.gflops, "best_knobs": s.best,
+                      "best_gflops": s.gflops, "best_knobs": s.best, "cold_args": list(s.task.cold_args),
                       "curve": [[t, c if math.isfinite(c) else None] for t, c in s.history]})
     best, default = result.model_latency("best"), result.model_latency("default")
     return {"run": result.run, "trials": result.trials, "seconds": result.seconds, "finished": result.finished,
@@ -103,9 +103,13 @@ def _markdown(s: dict) -> str:
              "| task | rule | weight | trials | default ms | tuned ms | speedup | GFLOP/s |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for t in s["tasks"]:
-        lines.append(f"| {t['name']} | {t['rule']} | {t['weight']} | {t['trials']} | "
+        mark = "*" if t.get("cold_args") else ""
+        lines.append(f"| {t['name']}{mark} | {t['rule']} | {t['weight']} | {t['trials']} | "
                      f"{_fmt_ms(t['default_s'] or math.inf)} | {_fmt_ms(t['best_s'] or math.inf)} | "
                      f"{(t['speedup'] or float('nan')):.2f}x | {t['best_gflops']:.2f} |")
+    if any(t.get("cold_args") for t in s["tasks"]):
+        lines += ["", "\\* timed with its weights flushed from the caches before each call (`--cache-flush`): "
+                  "the model's parameters exceed the last-level cache"]
     if s.get("algorithms"):
         lines += ["", "| conv | calls | default | choice | default ms | choice ms | speedup |",
                   "|---|---:|---|---|---:|---:|---:|"]

@@ -47,6 +47,12 @@ def test_report_files(tmp_path):
     md = (tmp_path / "rep" / "summary.md").read_text()
     assert "| conv_a | matmul | 2 | 3 |" in md and "| 32 | 0.800 |" in md
     assert paths["png"].endswith("tuning.png") and (tmp_path / "rep" / "tuning.png").stat().st_size > 5000
+    assert s["tasks"][0]["cold_args"] == [] and "flushed" not in md
+    searches[1].task.cold_args = [1]  # a weight timed cold: marked, and said why
+    write_report(res, tmp_path / "rep2", 13.0)
+    md = (tmp_path / "rep2" / "summary.md").read_text()
+    assert "| mm_b* | matmul |" in md and "weights flushed from the caches" in md
+    assert json.loads((tmp_path / "rep2" / "summary.json").read_text())["tasks"][1]["cold_args"] == [1]
 
 
 def test_tune_kernel_for_pass_authors(tmp_path):
