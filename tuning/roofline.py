@@ -61,20 +61,42 @@ def _ir(width: int, chains: int) -> str:
     return "\n".join(out) + "\n"
 
 
-@functools.cache
-def _kernel(width: int, chains: int):
+def jit_function(ir: str, name: str, restype, *argtypes):
+    """(engine, function): `name` of the LLVM IR `ir` compiled for the host (the engine owns the
+    code: keep it alive with the function)."""
     import llvmlite.binding as llvm
 
     from minimlir.backend import _target
 
     _target.init_llvm()
-    mod = llvm.parse_assembly(_ir(width, chains))
+    mod = llvm.parse_assembly(ir)
     mod.verify()
     engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
     engine.finalize_object()
-    fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64, ctypes.c_float, ctypes.c_float)(
-        engine.get_function_address("minimlir_peak"))
-    return engine, fn  # the engine owns the code: keep it alive with the function
+    return engine, ctypes.CFUNCTYPE(restype, *argtypes)(engine.get_function_address(name))
+
+
+@functools.cache
+def _kernel(width: int, chains: int):
+    return jit_function(_ir(width, chains), "minimlir_peak", ctypes.c_float, ctypes.c_int64, ctypes.c_float,
+                        ctypes.c_float)
+
+
+def _best_rate(calls: list, amount: float, rounds: int) -> float:
+    """The best over `rounds` of `amount` / wall seconds of running every call of `calls` at once,
+    one thread each (ctypes drops the GIL during a native call)."""
+    best = 0.0
+    for _ in range(rounds):
+        go = threading.Barrier(len(calls) + 1)
+        workers = [threading.Thread(target=lambda c=c: (go.wait(), c())) for c in calls]
+        for w in workers:
+            w.start()
+        go.wait()
+        t0 = time.perf_counter()
+        for w in workers:
+            w.join()
+        best = max(best, amount / (time.perf_counter() - t0))
+    return best
 
 
 def peak_gflops(threads: int = 1, *, width: int | None = None, registers: int | None = None,
@@ -97,18 +119,7 @@ def peak_gflops(threads: int = 1, *, width: int | None = None, registers: int | 
             break
         n *= 4
     n = max(1, int(n * seconds / max(dt, 1e-9)))
-    best = 0.0
-    for _ in range(rounds):
-        go = threading.Barrier(threads + 1)
-        workers = [threading.Thread(target=lambda: (go.wait(), fn(n, 0.999, 1e-3))) for _ in range(threads)]
-        for w in workers:
-            w.start()
-        go.wait()
-        t0 = time.perf_counter()
-        for w in workers:
-            w.join()
-        best = max(best, threads * n * flops_per_iter / (time.perf_counter() - t0) / 1e9)
-    return best
+    return _best_rate([lambda: fn(n, 0.999, 1e-3)] * threads, threads * n * flops_per_iter / 1e9, rounds)
 
 
 def _read_ir(width: int, sums: int) -> str:
@@ -131,17 +142,7 @@ def _read_ir(width: int, sums: int) -> str:
 
 @functools.cache
 def _reader(width: int, sums: int):
-    import llvmlite.binding as llvm
-
-    from minimlir.backend import _target
-
-    _target.init_llvm()
-    mod = llvm.parse_assembly(_read_ir(width, sums))
-    mod.verify()
-    engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
-    engine.finalize_object()
-    fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("minimlir_read"))
-    return engine, fn
+    return jit_function(_read_ir(width, sums), "minimlir_read", ctypes.c_float, ctypes.c_void_p, ctypes.c_int64)
 
 
 def memory_gbs(threads: int = 1, *, nbytes: int | None = None, rounds: int = 5) -> float:
@@ -162,18 +163,7 @@ def memory_gbs(threads: int = 1, *, nbytes: int | None = None, rounds: int = 5) 
         off = (-raw.ctypes.data % 64) // 4
         bufs.append(raw[off:off + nbytes // 4])
     n = nbytes // (4 * width)
-    best = 0.0
-    for _ in range(rounds):
-        go = threading.Barrier(threads + 1)
-        workers = [threading.Thread(target=lambda b=b: (go.wait(), fn(b.ctypes.data, n))) for b in bufs]
-        for w in workers:
-            w.start()
-        go.wait()
-        t0 = time.perf_counter()
-        for w in workers:
-            w.join()
-        best = max(best, threads * nbytes / (time.perf_counter() - t0) / 1e9)
-    return best
+    return _best_rate([lambda b=b: fn(b.ctypes.data, n) for b in bufs], threads * nbytes / 1e9, rounds)
 
 
 def cold_bytes(task) -> int:

@@ -114,18 +114,11 @@ def _clflush():
     import ctypes
     import platform
 
+    from minimlir.tuning.roofline import jit_function
+
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None
-    import llvmlite.binding as llvm
-
-    from minimlir.backend import _target
-
-    _target.init_llvm()
-    mod = llvm.parse_assembly(_FLUSH_IR)
-    engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
-    engine.finalize_object()
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("minimlir_flush"))
-    return engine, fn
+    return jit_function(_FLUSH_IR, "minimlir_flush", None, ctypes.c_void_p, ctypes.c_int64)
 
 
 def flusher(arrays: list[np.ndarray]):
