@@ -301,6 +301,10 @@ def _tune_algorithms(model: Any, mh: str, db: Database, opts: TuneOptions, run: 
 
 CONFIRM_SHARE = 0.1
 """With a time budget, the search stops at this share before its end, for the confirmation."""
+CONFIRM_TIE = 0.02
+"""A confirmed candidate must be more than this share faster than the default side by side (as a
+conv's algorithm must: tuning/algorithms.py TIE); ResNet-50's F(2x2) product with cold weights
+varies by 2-5% between measurements of one schedule."""
 
 
 def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int = 3,
@@ -309,7 +313,8 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
     hundreds of candidates the fastest of them is partly the luckiest (a quiet moment of a shared
     machine). So per task whose best is not the default, its `top` best candidates are timed again
     with the default, interleaved over `rounds` rounds (executor.remeasure), and the fastest of those
-    wins only where it beats the default there; otherwise the default does. One `confirm` record per
+    wins only where it beats the default there by more than CONFIRM_TIE; otherwise the default does
+    (a win inside the noise is a coin toss against a regression). One `confirm` record per
     task, which Database.best prefers over the measurements; the search's best and default costs
     become the confirmed ones (the report's speedups)."""
     out = []
@@ -326,7 +331,7 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
         dcost = min(times[0])
         scored = [(min(t), i) for i, t in enumerate(times) if t]
         wcost, wi = min(scored)
-        if wcost >= dcost:
+        if wcost * (1 + CONFIRM_TIE) >= dcost:  # the default keeps its ties
             wcost, wi = dcost, 0
         knobs = d if wi == 0 else cands[wi - 1]
         s.best, s.best_cost, s.default_cost, s.confirmed = dict(knobs), wcost, dcost, True

@@ -147,4 +147,17 @@ def test_confirmation_keeps_a_candidate_that_beats_the_default_side_by_side():
     assert confirm(_Retimer(lambda x: 1.0), [s2], CPU_FP, "run1") == [] and not s2.confirmed
 
 
+def test_confirmation_keeps_the_default_on_a_tie():
+    """A candidate 1% faster side by side is within the noise of a cold-weights run: the default
+    stays (CONFIRM_TIE); 3% faster wins."""
+    from minimlir.tuning.tuner import CONFIRM_TIE, confirm
+
+    a = dict(DEFAULTS, **{"matmul.mr": 4})
+    for side_by_side, wins in ((0.99, False), (1 / (1 + CONFIRM_TIE) - 0.01, True)):
+        s = _searched([(DEFAULTS, 1.0), (a, 0.9)])
+        truth = {akey(DEFAULTS): 1.0, akey(a): side_by_side}
+        (rec,) = confirm(_Retimer(lambda x, t=truth: t[akey(x)]), [s], CPU_FP, "run1", top=1, rounds=2)
+        assert rec["default"] is not wins and s.best == (a if wins else DEFAULTS)
+
+
 CPU_FP = {"cpu": "znver4", "features": "avx512f", "cores": 2, "llvm": "20", "node": "a"}
