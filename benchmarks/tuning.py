@@ -139,6 +139,7 @@ def kernels(args, work: Path, out: dict) -> Path:
         d, b = remeasure(t, [s.space.default(), s.best], str(work / "w"), args.threads)
         default_gflops = t.flops / d / 1e9
         floor = bound_seconds(t.flops, cold_bytes(t), peak, gbs)
+        flops_s = bound_seconds(t.flops, 0, peak, gbs)  # the FLOP bound alone: which one binds
         row = {"task": t.name, "rule": t.rule, "weight": t.weight, "gflop": t.flops / 1e9, "trials": s.trials,
                "errors": sum(1 for r in recs if r["error"] != "OK"), "default_ms": d * 1e3, "tuned_ms": b * 1e3,
                "speedup": d / b if b < math.inf else float("nan"), "search_speedup": s.speedup,
@@ -149,7 +150,7 @@ def kernels(args, work: Path, out: dict) -> Path:
         rows.append(row)
         print(f"  {t.name:28} {t.rule:7} x{t.weight}  {row['default_ms']:9.3f} ms -> {row['tuned_ms']:9.3f} ms "
               f"{row['speedup']:5.2f}x  (default {default_gflops:.0f} GFLOP/s = {default_gflops / peak:.0%} of the "
-              f"peak; roofline {floor * 1e3:.3f} ms ({'cold weights' if floor > t.flops / peak / 1e9 else 'FLOPs'}): "
+              f"peak; roofline {floor * 1e3:.3f} ms ({'FLOPs' if floor == flops_s else 'cold weights'}): "
               f"ceiling {row['ceiling']:.2f}x; {s.trials} trials, {row['errors']} errors, {wall:.0f} s)",
               flush=True)
     out["kernels"] = {"rows": rows, "geomean_speedup": geomean([r["speedup"] for r in rows]),
