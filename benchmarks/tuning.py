@@ -187,6 +187,9 @@ def spearman_section(db_path: Path, out: dict) -> None:
     if not by_task:
         return
     key, rs = max(by_task.items(), key=lambda kv: len(kv[1]))
+    if len(rs) < 8:  # nothing to fit a model on and rank with (a smoke run of a few trials)
+        print(f"cost model: only {len(rs)} measurements of a task, no Spearman", flush=True)
+        return
     n_train = min(256, (3 * len(rs)) // 4)
     train, test = rs[:n_train], rs[n_train:]
     X = np.array([r["features"] for r in rs])
