@@ -166,8 +166,7 @@ def extract_convs(model: Any, *, params=None, cache_flush: str = "auto") -> list
     if not api.graph_level(module):
         return []
     api.lower(module, _before_winograd(), ctx=ctx, name=loaded.name, source_text=loaded.text)
-    cold = cache_flush == "on" or (cache_flush == "auto"
-                                   and _task.param_args(module)[1] > _task.last_level_cache_bytes())
+    cold = _task.weights_cold(cache_flush, _task.param_args(module)[1])
     out: dict[str, ConvTask] = {}
     for op in convs_of(module):
         cands = candidates(op)
@@ -264,28 +263,16 @@ def _child(conn, text: str, input_shape, weight_shape, bias: bool, algos: list[s
         if outs[a].shape != ref.shape or not np.allclose(outs[a], ref, rtol=1e-3, atol=tol):
             errors[a] = f"WRONG_RESULT: max abs difference {float(np.abs(outs[a] - ref).max()):.3g}"
             del models[a]
-    from minimlir.tuning.runner import flusher
+    from minimlir.tuning.runner import flusher, timed_repeats
 
-    perf = time.perf_counter
-    flushes = {a: flusher(m.program.param_arrays()) if cold else None for a, m in models.items()}
-
-    def repeat(a: str, n: int) -> tuple[float, float]:  # (seconds in the calls, wall seconds)
-        m, flush = models[a], flushes[a]
-        inside, w0 = 0.0, perf()
-        for _ in range(n):
-            if flush is not None:
-                flush()
-            t = perf()
-            m(x)
-            inside += perf() - t
-        return inside, perf() - w0
-
+    repeat = {a: timed_repeats(lambda m=m: m(x), flusher(m.program.param_arrays()) if cold else None)
+              for a, m in models.items()}
     # calls per repeat: one repeat (its flushes too) lasts at least min_repeat_ms
-    number = {a: max(1, int(math.ceil(min_repeat_ms / 1e3 / max(repeat(a, 1)[1], 1e-6)))) for a in models}
+    number = {a: max(1, int(math.ceil(min_repeat_ms / 1e3 / max(repeat[a](1)[1], 1e-6)))) for a in models}
     times: dict[str, list[float]] = {a: [] for a in models}
     for _ in range(rounds):
         for a in models:
-            times[a].append(repeat(a, number[a])[0] / number[a])
+            times[a].append(repeat[a](number[a])[0] / number[a])
     conn.send({"times": times, "errors": errors})
     conn.close()
 

@@ -34,6 +34,16 @@ import threading
 import time
 
 
+def _sum_and_return(vec: str, count: int) -> list[str]:
+    """The end of a loop's exit block: %y0 + ... + %y{count-1}, lane 0 returned (every value reaches
+    the result, so the optimizer drops none of the work)."""
+    out, acc = [], "%y0"
+    for c in range(1, count):
+        out.append(f"  %s{c} = fadd {vec} {acc}, %y{c}")
+        acc = f"%s{c}"
+    return out + [f"  %r = extractelement {vec} {acc}, i32 0", "  ret float %r", "}"]
+
+
 def _ir(width: int, chains: int) -> str:
     vec = f"<{width} x float>"
     fma = f"llvm.fma.v{width}f32"
@@ -53,26 +63,15 @@ def _ir(width: int, chains: int) -> str:
     out += [f"  %y{c} = call {vec} @{fma}({vec} %x{c}, {vec} %a, {vec} %b)" for c in range(chains)]
     out += ["  %i1 = add i64 %i, 1", "  %done = icmp uge i64 %i1, %n", "  br i1 %done, label %exit, label %loop",
             "exit:"]
-    acc = "%y0"
-    for c in range(1, chains):  # every chain reaches the result, so none is dead code
-        out.append(f"  %s{c} = fadd {vec} {acc}, %y{c}")
-        acc = f"%s{c}"
-    out += [f"  %r = extractelement {vec} {acc}, i32 0", "  ret float %r", "}"]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _sum_and_return(vec, chains)) + "\n"
 
 
 def jit_function(ir: str, name: str, restype, *argtypes):
-    """(engine, function): `name` of the LLVM IR `ir` compiled for the host (the engine owns the
-    code: keep it alive with the function)."""
-    import llvmlite.binding as llvm
+    """(engine, function): `name` of the LLVM IR `ir`, JIT-compiled for the host (backend/jit.py
+    compile_ir; the engine owns the code: keep it alive with the function)."""
+    from minimlir.backend import jit
 
-    from minimlir.backend import _target
-
-    _target.init_llvm()
-    mod = llvm.parse_assembly(ir)
-    mod.verify()
-    engine = llvm.create_mcjit_compiler(mod, _target.target_machine())
-    engine.finalize_object()
+    engine = jit.compile_ir(ir)
     return engine, ctypes.CFUNCTYPE(restype, *argtypes)(engine.get_function_address(name))
 
 
@@ -132,12 +131,7 @@ def _read_ir(width: int, sums: int) -> str:
                 f"  %v{c} = load {vec}, ptr %q{c}, align 64", f"  %y{c} = fadd {vec} %x{c}, %v{c}"]
     out += [f"  %i1 = add i64 %i, {sums}", "  %done = icmp uge i64 %i1, %n",
             "  br i1 %done, label %exit, label %loop", "exit:"]
-    acc = "%y0"
-    for c in range(1, sums):
-        out.append(f"  %s{c} = fadd {vec} {acc}, %y{c}")
-        acc = f"%s{c}"
-    out += [f"  %r = extractelement {vec} {acc}, i32 0", "  ret float %r", "}"]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _sum_and_return(vec, sums)) + "\n"
 
 
 @functools.cache

@@ -142,6 +142,30 @@ def flusher(arrays: list[np.ndarray]):
     return flush
 
 
+def timed_repeats(call, flush=None):
+    """`repeat(n) -> (seconds inside the n calls, wall seconds)`: `call` n times, each after
+    `flush()` when given (its time not counted: only the calls are)."""
+    perf = time.perf_counter
+    if flush is None:
+        def repeat(n: int) -> tuple[float, float]:
+            t = perf()
+            for _ in range(n):
+                call()
+            dt = perf() - t
+            return dt, dt
+        return repeat
+
+    def repeat_flushed(n: int) -> tuple[float, float]:
+        inside, w0 = 0.0, perf()
+        for _ in range(n):
+            flush()
+            t = perf()
+            call()
+            inside += perf() - t
+        return inside, perf() - w0
+    return repeat_flushed
+
+
 def time_candidate(req: dict) -> dict:
     """Load, warm up, time (in this process). Raises on a failing run."""
     from minimlir.backend import parallel
@@ -163,25 +187,8 @@ def time_candidate(req: dict) -> dict:
     # each other natively)
     call = fn.bound(*arrays)
     cold = [arrays[i] for i in req.get("cold_args") or [] if i < n_in]
-    perf = time.perf_counter
-    if cold:  # the weights come from memory on every call, as in a model larger than the caches
-        flush = flusher(cold)
-
-        def repeat(number: int) -> tuple[float, float]:  # (seconds in the calls, wall seconds)
-            inside, w0 = 0.0, perf()
-            for _ in range(number):
-                flush()
-                t = perf()
-                call()
-                inside += perf() - t
-            return inside, perf() - w0
-    else:
-        def repeat(number: int) -> tuple[float, float]:
-            t = perf()
-            for _ in range(number):
-                call()
-            dt = perf() - t
-            return dt, dt
+    # with cold args the weights come from memory on every call, as in a model larger than the caches
+    repeat = timed_repeats(call, flusher(cold) if cold else None)
     # a warm call sizes the repeats (the first call also pays for cold caches and fresh pages: sized
     # by it, a repeat of a fast kernel lasted about half of min_repeat_ms); with flushes, a repeat's
     # wall time (the flushes' too) is what lasts min_repeat_ms

@@ -21,8 +21,8 @@ shapes (same name, same ranks); failing that every `?` is `dims.get("?", 1)`.
 
 Cold weights (`cache_flush`, TVM's `enable_cpu_cache_flush`): a kernel timed alone in a loop finds
 its weights in the caches on every call but the first; in a model whose parameters are larger than
-the last-level cache they come from memory on every run (ResNet-50's 100 MB: its F(2x2) Winograd
-product, 4 MB of transformed weights, runs 1.2 ms warm and 1.5-1.7 ms with them flushed; 1.45 ms
+the last-level cache they come from memory on every run (ResNet-50's 118 MB: its F(2x2) Winograd
+product, 4 MB of transformed weights, runs 1.03 ms warm and 1.45 ms with them flushed; 1.45 ms
 in the model). A task's `cold_args` are the inputs that are parameters (`graph.param` or
 `graph.constant`) at every call site; the measuring process flushes them before each timed call.
 "auto" (default) sets them when the model's parameters exceed the last-level cache (they cannot
@@ -60,7 +60,6 @@ class Task:
     defaults: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     cold_args: list[int] = field(default_factory=list)  # inputs flushed from the caches before each timed call
-
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -183,12 +182,10 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
     `before_winograd(module)`: called before graph-winograd (the tuner stamps its conv algorithm
     choices there, tuning/algorithms.py, so the kernels are those a compile with the database has).
     `cache_flush`: auto | on | off, which tasks get `cold_args` (the module docstring)."""
-    if cache_flush not in CACHE_FLUSH:
-        raise ValueError(f"cache_flush must be one of {', '.join(CACHE_FLUSH)}, not {cache_flush!r}")
     dims = dict(dims or {})
     module = module if module is not None else _prefixed(model, params, before_winograd)
     weights, weight_bytes = param_args(module)
-    cold = cache_flush == "on" or (cache_flush == "auto" and weight_bytes > last_level_cache_bytes())
+    cold = weights_cold(cache_flush, weight_bytes)
     twins: dict[str, func.FuncOp] = {}
     static = _static_onnx(model, dims) if module is not None else None
     if static is not None:
@@ -220,9 +217,20 @@ def extract_tasks(model: Any, *, dims: dict[str, int] | None = None, params=None
     return sorted(tasks.values(), key=lambda t: -t.weight * max(t.flops, 1.0))
 
 
+def weights_cold(cache_flush: str, weight_bytes: int) -> bool:
+    """Whether a model with `weight_bytes` of parameters is timed with cold weights under
+    `cache_flush` (auto: when they exceed the last-level cache)."""
+    if cache_flush not in CACHE_FLUSH:
+        raise ValueError(f"cache_flush must be one of {', '.join(CACHE_FLUSH)}, not {cache_flush!r}")
+    return cache_flush == "on" or (cache_flush == "auto" and weight_bytes > last_level_cache_bytes())
+
+
 def param_args(module: ModuleOp) -> tuple[dict[str, set[int]], int]:
     """Per kernel, the arguments that are parameters (`graph.param` / `graph.constant` results) at
     every call site of the model's functions; and the bytes of all parameters those functions use."""
+    import math
+
+    import numpy as np
     from xdsl.dialects.builtin import TensorType
 
     from minimlir.dialects import graph
@@ -239,19 +247,12 @@ def param_args(module: ModuleOp) -> tuple[dict[str, set[int]], int]:
                 seen.add(id(op))
                 t = op.results[0].type
                 if isinstance(t, TensorType) and all(d >= 0 for d in t.get_shape()):
-                    n = 1
-                    for d in t.get_shape():
-                        n *= d
-                    total += n * max(1, _bits(t.get_element_type()) // 8)
+                    total += math.prod(t.get_shape()) * np.dtype(_np_dtype(t.get_element_type())).itemsize
             elif isinstance(op, graph.CallKernelOp):
                 name = op.callee.root_reference.data
                 here = {i for i, a in enumerate(op.args) if isinstance(a.owner, (graph.ParamOp, graph.ConstantOp))}
                 out[name] = out[name] & here if name in out else here
     return out, total
-
-
-def _bits(t) -> int:
-    return int(getattr(t, "bitwidth", getattr(t, "width", None) and t.width.data) or 32)
 
 
 def last_level_cache_bytes() -> int:
