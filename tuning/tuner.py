@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import multiprocessing
 import os
 import secrets
 import tempfile
@@ -112,8 +113,33 @@ def make_executor(opts: TuneOptions, workdir: str):
     raise TuneError(f"unknown executor '{opts.executor}' (local, ray)")
 
 
+MAIN_GUARD = ("the tuner's worker processes are spawned and import the calling script first: guard the "
+              "script's tune() call with `if __name__ == \"__main__\":`")
+
+
+def check_spawn(timeout: float = 300.0) -> None:
+    """The tuner's builds, runs and conv-algorithm measurements are spawned processes, and a spawned
+    process imports the caller's main module first: a script that calls tune() without an
+    `if __name__ == "__main__":` guard would tune again in each of them (where it stops with
+    TuneError) and every build and run would fail. One spawned no-op tells it before anything is
+    measured (a fraction of a second)."""
+    from minimlir.tuning import _spawned
+
+    p = multiprocessing.get_context("spawn").Process(target=_spawned, daemon=True)
+    p.start()
+    p.join(timeout)
+    if p.exitcode is None:
+        p.kill()
+        p.join(5)
+        raise TuneError(f"a spawned worker process did not start within {timeout:g} s (importing the main module)")
+    if p.exitcode != 0:
+        raise TuneError(f"a spawned worker process failed to start (exit code {p.exitcode}); {MAIN_GUARD}")
+
+
 def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None,
          tasks: list[Task] | None = None) -> TuneResult:
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise TuneError(f"tune() called while a spawned process imports the main module; {MAIN_GUARD}")
     opts = opts or TuneOptions()
     if opts.trials is None and opts.budget_s is None:
         raise TuneError("give a budget: trials and/or seconds")
@@ -122,6 +148,7 @@ def tune(model: Any, db_path: str | os.PathLike, opts: TuneOptions | None = None
     if opts.cache_flush not in ("auto", "on", "off"):
         raise TuneError(f"cache_flush must be auto, on or off, not {opts.cache_flush!r}")
     t_start = time.time()
+    check_spawn()
     db = Database(db_path)
     mh = model_hash(model)
     prev = db.interrupted_run(mh) if opts.resume else None

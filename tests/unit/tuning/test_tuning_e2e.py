@@ -131,3 +131,25 @@ def test_a_conv_record_applies_to_the_packed_conv_kernel(tmp_path, capsys):
     x = np.random.default_rng(2).standard_normal((2, 3, 16, 16)).astype(np.float32)
     (ref,) = ort.InferenceSession(model).run(None, {"x": x})
     np.testing.assert_allclose(compiled(x)[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
+    """The tuner's workers are spawned and import the calling script first: unguarded, every build
+    and run failed (child tracebacks) and tune() returned a result with nothing measured, exit 0."""
+    script = tmp_path / "tune_it.py"
+    db = tmp_path / "t.jsonl"
+    model = tmp_path / "m.mlir"
+    model.write_text(MODEL)
+    script.write_text("from minimlir.tuning.tuner import TuneOptions, tune\n"
+                      f"r = tune({str(model)!r}, {str(db)!r}, TuneOptions(trials=4, progress=False, min_repeat_ms=5,"
+                      f" repeats=3, workdir={str(tmp_path / 'w')!r}))\n"
+                      "print('tuned', [s.best_cost for s in r.tasks])\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and "tuned" not in r.stdout
+    assert 'guard the script\'s tune() call with `if __name__ == "__main__":`' in r.stderr.splitlines()[-1]
+    assert not db.exists()  # stopped before the database
+    # guarded, the same script tunes
+    script.write_text(script.read_text().replace("r = tune", "if __name__ == '__main__':\n    r = tune")
+                      .replace("print(", "    print("))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "tuned [" in r.stdout and "inf" not in r.stdout, r.stderr[-2000:]
