@@ -172,12 +172,17 @@ def run_tune(argv: list[str]) -> int:
               file=sys.stderr)
         return 130
     best, default = res.model_latency("best"), res.model_latency("default")
-    sp = f"{default / best:.2f}x" if best < float("inf") and default < float("inf") else "-"
+    if best < float("inf") and default < float("inf"):
+        lat = f"kernels: {default * 1e3:.3f} ms -> {best * 1e3:.3f} ms ({default / best:.2f}x)"
+    else:  # a budget too small to measure every kernel's default: no whole-model total to give
+        timed = sum(s.default_cost < float("inf") for s in res.tasks)
+        lat = (f"kernels: {timed} of {len(res.tasks)} measured (too few trials for a whole-model total; "
+               f"each kernel takes 2 to start)")
     changed = sum(r.get("choice") != r.get("default") for r in res.algorithms)
     convs = (f"conv algorithms: {changed} of {len(res.algorithms)} differ from the default's; "
              if res.algorithms else "")
     print(f"mini-tune: {res.trials} trials in {res.seconds:.0f} s over {len(res.tasks)} kernel(s); "
-          f"kernels: {default * 1e3:.3f} ms -> {best * 1e3:.3f} ms ({sp}); {convs}records in {args.db}; "
+          f"{lat}; {convs}records in {args.db}; "
           f"report: {', '.join(res.report_paths.values())}")
     return 0
 

@@ -20,6 +20,11 @@ def _fmt_ms(s: float) -> str:
     return f"{s * 1e3:.3f}" if math.isfinite(s) else "-"
 
 
+def _fmt_x(x: float | None) -> str:
+    """A speedup, or '-' where it is unknown (a latency not measured)."""
+    return f"{x:.2f}x" if x is not None and math.isfinite(x) else "-"
+
+
 class ProgressTable:
     def __init__(self, searches):
         self.searches = searches
@@ -41,11 +46,11 @@ class ProgressTable:
         for s in self.searches:
             sp = s.speedup
             t.add_row(s.task.name[:40], s.task.rule, str(s.task.weight), str(s.trials), f"{s.gflops:.2f}",
-                      _fmt_ms(s.best_cost), "-" if math.isnan(sp) else f"{sp:.2f}x")
+                      _fmt_ms(s.best_cost), _fmt_x(sp))
         best = sum(s.task.weight * s.best_cost for s in self.searches)
         default = sum(s.task.weight * s.default_cost for s in self.searches)
         sp = default / best if math.isfinite(best) and math.isfinite(default) else float("nan")
-        t.add_row("whole model", "", "", str(trials), "", _fmt_ms(best), "-" if math.isnan(sp) else f"{sp:.2f}x")
+        t.add_row("whole model", "", "", str(trials), "", _fmt_ms(best), _fmt_x(sp))
         return t
 
     def start(self) -> None:
@@ -99,14 +104,15 @@ def _markdown(s: dict) -> str:
              f"{s['trials']} trials in {s['seconds']:.0f} s ({'finished' if s['finished'] else 'interrupted'}).",
              "", "| whole model | default ms | tuned ms | speedup |", "|---|---:|---:|---:|",
              f"| sum of weight x kernel latency | {_fmt_ms(m['default_s'] or math.inf)} | "
-             f"{_fmt_ms(m['best_s'] or math.inf)} | {m['speedup'] or float('nan'):.2f}x |", "",
+             f"{_fmt_ms(m['best_s'] or math.inf)} | {_fmt_x(m['speedup'])} |", "",
              "| task | rule | weight | trials | default ms | tuned ms | speedup | GFLOP/s |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for t in s["tasks"]:
         mark = "*" if t.get("cold_args") else ""
         lines.append(f"| {t['name']}{mark} | {t['rule']} | {t['weight']} | {t['trials']} | "
                      f"{_fmt_ms(t['default_s'] or math.inf)} | {_fmt_ms(t['best_s'] or math.inf)} | "
-                     f"{(t['speedup'] or float('nan')):.2f}x | {t['best_gflops']:.2f} |")
+                     f"{_fmt_x(t['speedup'])} | "
+                     f"{format(t['best_gflops'], '.2f') if t['best_s'] else '-'} |")
     if any(t.get("cold_args") for t in s["tasks"]):
         lines += ["", "\\* timed with its weights flushed from the caches before each call (`--cache-flush`): "
                   "the model's parameters exceed the last-level cache"]
@@ -117,7 +123,7 @@ def _markdown(s: dict) -> str:
             t = a["times_s"]
             lines.append(f"| `{a['signature']}` | {a['weight']} | {a['default']} | {a['choice']} | "
                          f"{_fmt_ms(t.get(a['default'], math.inf))} | {_fmt_ms(t.get(a['choice'], math.inf))} | "
-                         f"{(a['speedup'] or float('nan')):.2f}x |")
+                         f"{_fmt_x(a['speedup'])} |")
     if s["cost_model"]:
         lines += ["", "| cost model fit: samples | held-out Spearman |", "|---:|---:|"]
         lines += [f"| {h['samples']} | {h['spearman']:.3f} |" for h in s["cost_model"]]

@@ -153,3 +153,16 @@ def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
                       .replace("print(", "    print("))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "tuned [" in r.stdout and "inf" not in r.stdout, r.stderr[-2000:]
+
+
+def test_a_budget_too_small_for_every_kernel_says_so(tmp_path, capsys):
+    """Two trials measure one kernel's default and one candidate: the second kernel's default is not
+    measured, so there is no whole-model total (it printed 'kernels: inf ms -> inf ms (-)')."""
+    model, db = tmp_path / "two.mlir", tmp_path / "t.jsonl"
+    model.write_text(MODEL.replace("%y = graph.relu %x : tensor<24x48xf32>",
+                                   "%y = graph.softmax %x axis 1 : tensor<24x48xf32>"))
+    assert mini_tune.main([str(model), "--db", str(db), "--trials", "2", "--no-algorithms", *COMMON]) == 0
+    out = capsys.readouterr().out
+    assert "kernels: 1 of 2 measured (too few trials for a whole-model total" in out and "inf" not in out
+    md = (tmp_path / "t.report" / "summary.md").read_text()
+    assert "nan" not in md and "| softmax_0 | generic | 1 | 0 | - | - | - | - |" in md
