@@ -8,8 +8,9 @@
 
 1. Kernels: ResNet-50's tasks of the `--rules` kinds (conv2d and matmul; the `--kernel-tasks`
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
-   default and best are measured again, alternating, three rounds (the minimum of each), so the
-   ratio is not the search's luckiest sample: per-task speedup and the geometric mean. Next to
+   default and best are measured again, alternating, three rounds, each in a fresh measuring
+   process (the mean of each round's fastest call), so the ratio is not the search's luckiest
+   sample: per-task speedup and the geometric mean. Next to
    it, the cores' fp32 FMA peak and memory read bandwidth measured in the same run
    (`tuning/roofline.py`), each default's share of the peak and its ceiling: default time over the
    roofline (its FLOPs at the peak or its cold weights read at the bandwidth, the longer): no
@@ -88,18 +89,17 @@ def timed_seconds(recs) -> float:
 
 
 def remeasure(task, assignments, workdir, threads, rounds=3):
-    """min over `rounds` alternating fresh runs of each assignment."""
+    """Each assignment's mean over `rounds` alternating rounds of its fastest call in the round,
+    each round in a fresh measuring process (as the tuner's confirmation: the placement a process
+    gives a kernel's buffers moves some candidates by 10%), inf where one failed."""
     from minimlir.tuning.measure import LocalExecutor, MeasureConfig
 
     ex = LocalExecutor(workdir, MeasureConfig(threads=threads, min_repeat_ms=100, repeats=5))
-    best = [math.inf] * len(assignments)
     try:
-        for _ in range(rounds):
-            for i, r in enumerate(ex.measure(task, assignments)):
-                best[i] = min(best[i], r.cost)
+        times = ex.remeasure(task, assignments, rounds)
     finally:
         ex.close()
-    return best
+    return [statistics.fmean(min(r) for r in t) if len(t) == rounds else math.inf for t in times]
 
 
 def kernels(args, work: Path, out: dict) -> Path:

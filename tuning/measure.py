@@ -395,14 +395,19 @@ class LocalExecutor:
             results.append(r)
         return results
 
-    def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[float]]:
+    def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[list[float]]]:
         """Times of already measured candidates again, built once and run in `rounds` interleaved
-        rounds (a, b, c, a, b, c, ...), so that a slow spell of the machine hits all of them alike.
-        One list of per-call seconds per assignment (empty where a build or run failed)."""
+        rounds (a, b, c, a, b, c, ...), so that a slow spell of the machine hits all of them alike,
+        each round in a fresh measuring process: a process places a kernel's stack, heap scratch
+        and code the same way on every call, and that placement alone moved a candidate of
+        ResNet-50's fused_conv2d_add_relu_6 by 10% from one process to the next (the default by
+        2%; it measured faster than the default all through one process, slower in most others).
+        times[i][r]: assignment i's per-call seconds in round r (empty where a build or run failed)."""
         builds = self.build(task, assignments)
-        times: list[list[float]] = [[] for _ in assignments]
+        times: list[list[list[float]]] = [[] for _ in assignments]
         dead = [b["error"] != OK for b in builds]
         for _ in range(rounds):
+            self.restart_server()
             for i, b in enumerate(builds):
                 if dead[i]:
                     continue
@@ -410,7 +415,7 @@ class LocalExecutor:
                 if out["error"] != OK:
                     dead[i], times[i] = True, []
                     continue
-                times[i].extend(out["times"])
+                times[i].append(list(out["times"]))
                 self._count_timed(out)
         return times
 

@@ -154,19 +154,21 @@ class RayExecutor(LocalExecutor):
                     actor.restart.remote()  # a clean measuring process on that node
         return results
 
-    def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[float]]:
-        """As LocalExecutor.remeasure, on one node (times from different nodes do not compare)."""
+    def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[list[float]]]:
+        """As LocalExecutor.remeasure (each round in a fresh measuring process), on one node (times
+        from different nodes do not compare)."""
         actors = self.actors
         self.actors = actors[:1]
-        times: list[list[float]] = [[] for _ in assignments]
+        times: list[list[list[float]]] = [[] for _ in assignments]
         dead = [False] * len(assignments)
         try:
             for _ in range(rounds):
+                self.ray.get(self.actors[0].restart.remote())
                 for i, r in enumerate(self.measure(task, assignments)):
                     if not r.ok:
                         dead[i], times[i] = True, []
                     elif not dead[i]:
-                        times[i].extend(r.times)
+                        times[i].append(list(r.times))
         finally:
             self.actors = actors
         return times

@@ -25,6 +25,7 @@ import math
 import multiprocessing
 import os
 import secrets
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -338,12 +339,15 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
             rounds: int = 3) -> list[dict]:
     """The confirmation that ends a run: the search's best is the minimum of a few repeats, and over
     hundreds of candidates the fastest of them is partly the luckiest (a quiet moment of a shared
-    machine). So per task whose best is not the default, its `top` best candidates are timed again
-    with the default, interleaved over `rounds` rounds (executor.remeasure), and the fastest of those
-    wins only where it beats the default there by more than CONFIRM_TIE; otherwise the default does
-    (a win inside the noise is a coin toss against a regression). One `confirm` record per
-    task, which Database.best prefers over the measurements; the search's best and default costs
-    become the confirmed ones (the report's speedups)."""
+    machine, or a measuring process whose placement of the kernel's buffers happens to suit it). So
+    per task whose best is not the default, its `top` best candidates are timed again with the
+    default, interleaved over `rounds` rounds, each in a fresh measuring process
+    (executor.remeasure). A candidate's cost is the mean over the rounds of its fastest time in the
+    round; the fastest of them wins only where it beats the default's by more than CONFIRM_TIE;
+    otherwise the default does (a win inside the noise is a coin toss against a regression).
+    A candidate that failed in a round is out. One `confirm` record per task, which Database.best
+    prefers over the measurements; the search's best and default costs become the confirmed ones
+    (the report's speedups)."""
     out = []
     for s in searches:
         if s.best is None or not math.isfinite(s.default_cost) or akey(s.best) == akey(s.space.default()):
@@ -355,18 +359,22 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
         times = executor.remeasure(s.task, [d] + cands, rounds)
         if not times[0]:
             continue  # the default failed now: nothing to compare with, the measurements stand
-        dcost = min(times[0])
-        scored = [(min(t), i) for i, t in enumerate(times) if t]
-        wcost, wi = min(scored)
-        if wcost * (1 + CONFIRM_TIE) >= dcost:  # the default keeps its ties
-            wcost, wi = dcost, 0
+        # per round, each candidate's fastest call; the rounds pair them (a slow process or spell
+        # slows all of that round's), so every candidate is averaged over the same rounds
+        cost = {i: statistics.fmean(min(r) for r in t) for i, t in enumerate(times) if len(t) == len(times[0])}
+        wi = min(cost, key=cost.__getitem__)
+        if cost[wi] * (1 + CONFIRM_TIE) >= cost[0]:  # the default keeps its ties
+            wi = 0
+        wcost, dcost = cost[wi], cost[0]
         knobs = d if wi == 0 else cands[wi - 1]
         s.best, s.best_cost, s.default_cost, s.confirmed = dict(knobs), wcost, dcost, True
         out.append({"v": 1, "kind": "confirm", "task": s.task.key, "task_name": s.task.name,
-                    "rule": s.task.rule, "cpu": dict(cpu), "knobs": dict(knobs), "times": list(times[wi]),
-                    "default_times": list(times[0]), "error": "OK", "default": wi == 0,
-                    "candidates": len(cands), "rounds": rounds, "run": run, "time": _now(),
-                    "compiler": compiler_version(), "flops": s.task.flops, "weight": s.task.weight})
+                    "rule": s.task.rule, "cpu": dict(cpu), "knobs": dict(knobs),
+                    "times": [x for r in times[wi] for x in r], "default_times": [x for r in times[0] for x in r],
+                    "round_minima": [[min(r) for r in times[0]], [min(r) for r in times[wi]]],
+                    "error": "OK", "default": wi == 0, "candidates": len(cands), "rounds": rounds,
+                    "run": run, "time": _now(), "compiler": compiler_version(), "flops": s.task.flops,
+                    "weight": s.task.weight})
     return out
 
 

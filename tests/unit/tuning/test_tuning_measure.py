@@ -40,6 +40,27 @@ def test_default_variant_and_broken_candidates(task, executor):
     assert task.key in executor.references  # candidate 0's outputs: the reference
 
 
+def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, monkeypatch):
+    """A process places a kernel's stack, scratch and code the same way on every call, and that
+    alone made a candidate 10% faster in one process and slower in most others: the confirmation's
+    rounds each run in a new measuring process, times kept per round."""
+    pids = []
+    run = M.MeasureServer.run
+
+    def spy(self, req):
+        pids.append(self.proc.pid)
+        return run(self, req)
+
+    monkeypatch.setattr(M.MeasureServer, "run", spy)
+    d = dict(task.defaults)
+    times = executor.remeasure(task, [d, dict(d, **{"matmul.mr": 4, "matmul.nv": 1}),
+                                      dict(d, **{"matmul.mr": "x"})], rounds=3)
+    assert [len(t) for t in times] == [3, 3, 0]  # per round; nothing for the one that does not build
+    assert all(len(r) == 3 and min(r) > 0 for t in times[:2] for r in t)  # the repeats of each round
+    assert len(pids) == 6 and len(set(pids)) == 3  # both candidates in each round's own process
+    assert pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5]
+
+
 def test_wrong_result_is_detected(task, executor):
     d = dict(task.defaults)
     executor.measure(task, [d])
