@@ -35,6 +35,12 @@ from typing import Any
 import numpy as np
 
 READY_TIMEOUT = 300.0  # seconds a fresh measuring process may take to import (a loaded machine)
+FRESH_EVERY = 64
+"""A measuring process is replaced after this many runs: where a process places a kernel's stack,
+heap scratch and code is one draw for all its runs, and it moved a candidate of ResNet-50's
+fused_conv2d_add_relu_6 by 10% between processes. A search that measured everything in one process
+would rank its candidates by that one draw; a fresh process now and then makes it noise the cost
+model averages over (about 0.7 s a restart: 0.01 s a trial)."""
 
 
 def _ignore_sigint() -> None:

@@ -61,6 +61,28 @@ def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, monkeypatc
     assert pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5]
 
 
+def test_the_search_moves_to_a_fresh_process_every_few_runs(task, tmp_path, monkeypatch):
+    """A search measured in one process would rank candidates by that process's placement of their
+    buffers: the measuring process is replaced every FRESH_EVERY runs."""
+    pids = []
+    run = M.MeasureServer.run
+
+    def spy(self, req):
+        pids.append(self.proc.pid)
+        return run(self, req)
+
+    monkeypatch.setattr(M.MeasureServer, "run", spy)
+    monkeypatch.setattr(M, "FRESH_EVERY", 2)
+    ex = M.LocalExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=2, repeats=2, build_jobs=1))
+    try:
+        d = dict(task.defaults)
+        rs = ex.measure(task, [d] + [dict(d, **{"matmul.mr": m}) for m in (1, 2, 4, 8)])
+    finally:
+        ex.close()
+    assert all(r.ok for r in rs)
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4] and ex.servers_started == 3
+
+
 def test_wrong_result_is_detected(task, executor):
     d = dict(task.defaults)
     executor.measure(task, [d])
