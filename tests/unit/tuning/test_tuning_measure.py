@@ -30,6 +30,20 @@ def executor(tmp_path_factory):
     ex.close()
 
 
+@pytest.fixture
+def pids(monkeypatch):
+    """The measuring process (pid) of each run, in order."""
+    seen: list[int] = []
+    run = M.MeasureServer.run
+
+    def spy(self, req):
+        seen.append(self.proc.pid)
+        return run(self, req)
+
+    monkeypatch.setattr(M.MeasureServer, "run", spy)
+    return seen
+
+
 def test_default_variant_and_broken_candidates(task, executor):
     d = dict(task.defaults)
     rs = executor.measure(task, [d, dict(d, **{"matmul.mr": 4, "matmul.nv": 1}), dict(d, **{"matmul.mr": "x"})])
@@ -40,18 +54,10 @@ def test_default_variant_and_broken_candidates(task, executor):
     assert task.key in executor.references  # candidate 0's outputs: the reference
 
 
-def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, monkeypatch):
+def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, pids):
     """A process places a kernel's stack, scratch and code the same way on every call, and that
     alone made a candidate 10% faster in one process and slower in most others: the confirmation's
     rounds each run in a new measuring process, times kept per round."""
-    pids = []
-    run = M.MeasureServer.run
-
-    def spy(self, req):
-        pids.append(self.proc.pid)
-        return run(self, req)
-
-    monkeypatch.setattr(M.MeasureServer, "run", spy)
     d = dict(task.defaults)
     times = executor.remeasure(task, [d, dict(d, **{"matmul.mr": 4, "matmul.nv": 1}),
                                       dict(d, **{"matmul.mr": "x"})], rounds=3)
@@ -61,17 +67,9 @@ def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, monkeypatc
     assert pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5]
 
 
-def test_the_search_moves_to_a_fresh_process_every_few_runs(task, tmp_path, monkeypatch):
+def test_the_search_moves_to_a_fresh_process_every_few_runs(task, tmp_path, monkeypatch, pids):
     """A search measured in one process would rank candidates by that process's placement of their
     buffers: the measuring process is replaced every FRESH_EVERY runs."""
-    pids = []
-    run = M.MeasureServer.run
-
-    def spy(self, req):
-        pids.append(self.proc.pid)
-        return run(self, req)
-
-    monkeypatch.setattr(M.MeasureServer, "run", spy)
     monkeypatch.setattr(M, "FRESH_EVERY", 2)
     ex = M.LocalExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=2, repeats=2, build_jobs=1))
     try:
