@@ -90,8 +90,8 @@ def timed_seconds(recs) -> float:
 
 def remeasure(task, assignments, workdir, threads, rounds=3):
     """Each assignment's mean over `rounds` alternating rounds of its fastest call in the round,
-    each round in a fresh measuring process (as the tuner's confirmation: the placement a process
-    gives a kernel's buffers moves some candidates by 10%), inf where one failed."""
+    each round in a fresh measuring process (as the tuner's confirmation: a process's address-space
+    layout moves some candidates by 10%), inf where one failed."""
     from minimlir.tuning.measure import LocalExecutor, MeasureConfig
 
     ex = LocalExecutor(workdir, MeasureConfig(threads=threads, min_repeat_ms=100, repeats=5))

@@ -400,10 +400,10 @@ class LocalExecutor:
     def remeasure(self, task: Task, assignments: list[dict], rounds: int) -> list[list[list[float]]]:
         """Times of already measured candidates again, built once and run in `rounds` interleaved
         rounds (a, b, c, a, b, c, ...), so that a slow spell of the machine hits all of them alike,
-        each round in a fresh measuring process: a process places a kernel's stack, heap scratch
-        and code the same way on every call, and that placement alone moved a candidate of
-        ResNet-50's fused_conv2d_add_relu_6 by 10% from one process to the next (the default by
-        2%; it measured faster than the default all through one process, slower in most others).
+        each round in a fresh measuring process: a process's address-space layout is one draw for
+        all its calls, and it moved a candidate of ResNet-50's fused_conv2d_add_relu_6 by 10% from
+        one process to the next (the default by 2%; it measured faster than the default all through
+        one process, slower in most others; runner.FRESH_EVERY).
         times[i][r]: assignment i's per-call seconds in round r (empty where a build or run failed)."""
         builds = self.build(task, assignments)
         times: list[list[list[float]]] = [[] for _ in assignments]

@@ -36,9 +36,11 @@ import numpy as np
 
 READY_TIMEOUT = 300.0  # seconds a fresh measuring process may take to import (a loaded machine)
 FRESH_EVERY = 64
-"""A measuring process is replaced after this many runs: where a process places a kernel's stack,
-heap scratch and code is one draw for all its runs, and it moved a candidate of ResNet-50's
-fused_conv2d_add_relu_6 by 10% between processes. A search that measured everything in one process
+"""A measuring process is replaced after this many runs. A process's address-space layout (ASLR) is
+one draw for all its runs, and some kernels are sensitive to it: a candidate of ResNet-50's
+fused_conv2d_add_relu_6 (a 7 x 4-vector register tile that spills two accumulators to the stack in
+its inner loop) ran 2.87-3.0 ms in some processes and 3.14-3.24 ms in others, the default 2.95-3.04
+ms in all (with ASLR off: always the slow one). A search that measured everything in one process
 would rank its candidates by that one draw; a fresh process now and then makes it noise the cost
 model averages over (about 0.7 s a restart: 0.01 s a trial)."""
 

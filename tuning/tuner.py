@@ -339,7 +339,7 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
             rounds: int = 3) -> list[dict]:
     """The confirmation that ends a run: the search's best is the minimum of a few repeats, and over
     hundreds of candidates the fastest of them is partly the luckiest (a quiet moment of a shared
-    machine, or a measuring process whose placement of the kernel's buffers happens to suit it). So
+    machine, or a measuring process whose address-space layout happens to suit it). So
     per task whose best is not the default, its `top` best candidates are timed again with the
     default, interleaved over `rounds` rounds, each in a fresh measuring process
     (executor.remeasure). A candidate's cost is the mean over the rounds of its fastest time in the

@@ -55,8 +55,8 @@ def test_default_variant_and_broken_candidates(task, executor):
 
 
 def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, pids):
-    """A process places a kernel's stack, scratch and code the same way on every call, and that
-    alone made a candidate 10% faster in one process and slower in most others: the confirmation's
+    """A process's address-space layout is one draw for all its calls, and it made a candidate
+    faster than the default in one process and 10% slower in others: the confirmation's
     rounds each run in a new measuring process, times kept per round."""
     d = dict(task.defaults)
     times = executor.remeasure(task, [d, dict(d, **{"matmul.mr": 4, "matmul.nv": 1}),
@@ -68,8 +68,8 @@ def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, pids):
 
 
 def test_the_search_moves_to_a_fresh_process_every_few_runs(task, tmp_path, monkeypatch, pids):
-    """A search measured in one process would rank candidates by that process's placement of their
-    buffers: the measuring process is replaced every FRESH_EVERY runs."""
+    """A search measured in one process would rank candidates by that process's address-space
+    layout: the measuring process is replaced every FRESH_EVERY runs."""
     monkeypatch.setattr(M, "FRESH_EVERY", 2)
     ex = M.LocalExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=2, repeats=2, build_jobs=1))
     try:
