@@ -9,7 +9,7 @@
 1. Kernels: ResNet-50's tasks of the `--rules` kinds (conv2d and matmul; the `--kernel-tasks`
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
    default and best are measured again, alternating, three rounds, each in a fresh measuring
-   process (the mean of each round's fastest call), so the ratio is not the search's luckiest
+   process (the median of each round's fastest call), so the ratio is not the search's luckiest
    sample: per-task speedup and the geometric mean. Next to
    it, the cores' fp32 FMA peak and memory read bandwidth measured in the same run
    (`tuning/roofline.py`), each default's share of the peak and its ceiling: default time over the
@@ -89,7 +89,7 @@ def timed_seconds(recs) -> float:
 
 
 def remeasure(task, assignments, workdir, threads, rounds=3):
-    """Each assignment's mean over `rounds` alternating rounds of its fastest call in the round,
+    """Each assignment's median over `rounds` alternating rounds of its fastest call in the round,
     each round in a fresh measuring process (as the tuner's confirmation: a process's address-space
     layout moves some candidates by 10%), inf where one failed."""
     from minimlir.tuning.measure import LocalExecutor, MeasureConfig
@@ -99,7 +99,7 @@ def remeasure(task, assignments, workdir, threads, rounds=3):
         times = ex.remeasure(task, assignments, rounds)
     finally:
         ex.close()
-    return [statistics.fmean(min(r) for r in t) if len(t) == rounds else math.inf for t in times]
+    return [statistics.median(min(r) for r in t) if len(t) == rounds else math.inf for t in times]
 
 
 def kernels(args, work: Path, out: dict) -> Path:

@@ -18,7 +18,7 @@ A run ends with one `"kind": "confirm"` record per task whose search found somet
 default: the verdict of re-timing its best few candidates side by side with the default
 (tuner.confirm; `knobs` the winner, possibly the default's own, `times` and `default_times` from those
 interleaved rounds, each in a fresh measuring process; `round_minima`: the default's and the winner's
-fastest call per round, whose means decided).
+fastest call per round, the median of whose ratios decided).
 
 A conv's algorithm choice is one `"kind": "algorithm"` record per conv and CPU (tuning/algorithms.py):
 `conv` (the key of its signature), `signature`, `cpu`, `times` per algorithm ("direct",

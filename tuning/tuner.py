@@ -342,10 +342,11 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
     machine, or a measuring process whose address-space layout happens to suit it). So
     per task whose best is not the default, its `top` best candidates are timed again with the
     default, interleaved over `rounds` rounds, each in a fresh measuring process
-    (executor.remeasure). A candidate's cost is the mean over the rounds of its fastest time in the
-    round; the fastest of them wins only where it beats the default's by more than CONFIRM_TIE;
-    otherwise the default does (a win inside the noise is a coin toss against a regression).
-    A candidate that failed in a round is out. One `confirm` record per task, which Database.best
+    (executor.remeasure). A candidate's score is the median over the rounds of its fastest time in
+    the round over the default's in the same round; the best of them wins only where it beats the
+    default by more than CONFIRM_TIE; otherwise the default does (a win inside the noise is a coin
+    toss against a regression). A candidate that failed in a round is out. The confirmed costs:
+    the default's median round, and that times the winner's score. One `confirm` record per task, which Database.best
     prefers over the measurements; the search's best and default costs become the confirmed ones
     (the report's speedups)."""
     out = []
@@ -359,13 +360,16 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
         times = executor.remeasure(s.task, [d] + cands, rounds)
         if not times[0]:
             continue  # the default failed now: nothing to compare with, the measurements stand
-        # per round, each candidate's fastest call; the rounds pair them (a slow process or spell
-        # slows all of that round's), so every candidate is averaged over the same rounds
-        cost = {i: statistics.fmean(min(r) for r in t) for i, t in enumerate(times) if len(t) == len(times[0])}
-        wi = min(cost, key=cost.__getitem__)
-        if cost[wi] * (1 + CONFIRM_TIE) >= cost[0]:  # the default keeps its ties
+        # per round, each candidate's fastest call over the default's (the rounds pair them: a slow
+        # spell of the machine slows all of that round's); the median over the rounds, so neither
+        # one lucky process nor one round hit by a load decides
+        best = {i: [min(r) for r in t] for i, t in enumerate(times) if len(t) == len(times[0])}
+        ratio = {i: statistics.median(c / d for c, d in zip(m, best[0])) for i, m in best.items()}
+        wi = min(ratio, key=ratio.__getitem__)
+        if ratio[wi] * (1 + CONFIRM_TIE) >= 1.0:  # the default keeps its ties
             wi = 0
-        wcost, dcost = cost[wi], cost[0]
+        dcost = statistics.median(best[0])
+        wcost = dcost * ratio[wi]
         knobs = d if wi == 0 else cands[wi - 1]
         s.best, s.best_cost, s.default_cost, s.confirmed = dict(knobs), wcost, dcost, True
         out.append({"v": 1, "kind": "confirm", "task": s.task.key, "task_name": s.task.name,
