@@ -8,7 +8,7 @@
 
 1. Kernels: ResNet-50's tasks of the `--rules` kinds (conv2d and matmul; the `--kernel-tasks`
    heaviest convs, 0 = all, and the matmul), each tuned for `--trials-per-task` trials; then
-   default and best are measured again, alternating, three rounds, each in a fresh measuring
+   default and best are measured again, alternating, five rounds, each in a fresh measuring
    process (the median of each round's fastest call), so the ratio is not the search's luckiest
    sample: per-task speedup and the geometric mean. Next to
    it, the cores' fp32 FMA peak and memory read bandwidth measured in the same run
@@ -88,7 +88,7 @@ def timed_seconds(recs) -> float:
     return sum(sum(r.get("times") or []) * max(1, r.get("number", 1)) for r in recs)
 
 
-def remeasure(task, assignments, workdir, threads, rounds=3):
+def remeasure(task, assignments, workdir, threads, rounds=5):
     """Each assignment's median over `rounds` alternating rounds of its fastest call in the round,
     each round in a fresh measuring process (as the tuner's confirmation: a process's address-space
     layout moves some candidates by 10%), inf where one failed."""
