@@ -54,3 +54,19 @@ def test_tune_with_the_ray_executor(cluster, tmp_path):
     assert res.trials == 3 and res.tasks[0].best_cost < float("inf")
     recs = Database(tmp_path / "t.jsonl").measurements()
     assert len(recs) == 3 and all(r["error"] == "OK" and r["cpu"]["node"] for r in recs)
+
+
+def test_ray_remeasure_keeps_times_per_round(cluster, tmp_path):
+    """The confirmation's re-measurement on Ray: one fresh measuring process per round on the node
+    (the actor restarts it), times per round, nothing for a candidate that does not build."""
+    from minimlir.tuning.ray_executor import RayExecutor
+
+    task = extract_tasks(MATMUL)[0]
+    ex = RayExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=5, repeats=2))
+    try:
+        d = dict(task.defaults)
+        times = ex.remeasure(task, [d, dict(d, **{"matmul.mr": 4}), dict(d, **{"matmul.mr": "x"})], rounds=2)
+    finally:
+        ex.close()
+    assert [len(t) for t in times] == [2, 2, 0]
+    assert all(len(r) == 2 and min(r) > 0 for t in times[:2] for r in t)
