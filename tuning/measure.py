@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from minimlir.tuning.runner import FRESH_EVERY, MeasureServer, _ignore_sigint
+from minimlir.tuning.runner import MeasureServer, _ignore_sigint
 from minimlir.tuning.task import Task
 
 OK = "OK"
@@ -275,7 +275,7 @@ class LocalExecutor:
         return [int(w) for w in out]  # type: ignore[arg-type]
 
     def server(self) -> MeasureServer:
-        if self._server is not None and self._server.requests >= FRESH_EVERY:
+        if self._server is not None and self._server.spent:
             self.restart_server()
         if self._server is None or not self._server.alive:
             self._server = MeasureServer()

@@ -53,7 +53,7 @@ class _Measurer:
     def run(self, req: dict, built: dict, task_json: dict) -> dict:
         from minimlir.tuning import builder
         from minimlir.tuning.measure import OK, RUN_ERROR
-        from minimlir.tuning.runner import FRESH_EVERY, MeasureServer
+        from minimlir.tuning.runner import MeasureServer
 
         if built.get("built_for") != [self.fp["cpu"], self.fp["features"], self.fp["llvm"]]:
             built = builder.build(task_json, req["assignment"])  # code for another CPU: build it here
@@ -61,7 +61,7 @@ class _Measurer:
                 return {"error": RUN_ERROR, "seconds": 0.0, "cpu": self.fp,
                         "message": f"does not build on {self.fp['node']}: {built.get('message', '')}"}
         req = dict(req, object=built["object"], metadata=built["metadata"], externals=built.get("externals", []))
-        if self.server is not None and self.server.requests >= FRESH_EVERY:
+        if self.server is not None and self.server.spent:
             self.restart()
         if self.server is None or not self.server.alive:
             self.server = MeasureServer()

@@ -282,6 +282,11 @@ class MeasureServer:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
+    @property
+    def spent(self) -> bool:
+        """It has measured FRESH_EVERY runs: replace it with a fresh one."""
+        return self.requests >= FRESH_EVERY
+
     def run(self, req: dict) -> dict:
         """One candidate: its answer, or RUN_ERROR (the process died) / RUN_TIMEOUT (killed)."""
         from minimlir.tuning.measure import RUN_ERROR, RUN_TIMEOUT

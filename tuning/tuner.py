@@ -378,7 +378,7 @@ def confirm(executor, searches: list[TaskSearch], cpu: dict, run: str, top: int 
         out.append({"v": 1, "kind": "confirm", "task": s.task.key, "task_name": s.task.name,
                     "rule": s.task.rule, "cpu": dict(cpu), "knobs": dict(knobs),
                     "times": [x for r in times[wi] for x in r], "default_times": [x for r in times[0] for x in r],
-                    "round_minima": [[min(r) for r in times[0]], [min(r) for r in times[wi]]],
+                    "round_minima": [best[0], best[wi]],
                     "error": "OK", "default": wi == 0, "candidates": len(cands), "rounds": rounds,
                     "run": run, "time": _now(), "compiler": compiler_version(), "flops": s.task.flops,
                     "weight": s.task.weight})

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from minimlir.tuning import measure as M
+from minimlir.tuning import runner
 from minimlir.tuning.task import extract_tasks
 
 MATMUL = """
@@ -70,7 +71,7 @@ def test_remeasure_runs_each_round_in_a_fresh_process(task, executor, pids):
 def test_the_search_moves_to_a_fresh_process_every_few_runs(task, tmp_path, monkeypatch, pids):
     """A search measured in one process would rank candidates by that process's address-space
     layout: the measuring process is replaced every FRESH_EVERY runs."""
-    monkeypatch.setattr(M, "FRESH_EVERY", 2)
+    monkeypatch.setattr(runner, "FRESH_EVERY", 2)
     ex = M.LocalExecutor(tmp_path, M.MeasureConfig(threads=1, min_repeat_ms=2, repeats=2, build_jobs=1))
     try:
         d = dict(task.defaults)
